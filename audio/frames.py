@@ -1,0 +1,71 @@
+"""Frames: the units every audio stage passes around.
+
+After the front end everything is 16 kHz mono int16 (float32 inside DSP), in fixed
+periods of 10 or 20 ms. Rates and formats are converted only at the edges
+(the ALSA backend, TTS output, WAV files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+SAMPLE_RATE = 16000
+"""The front end's rate: everything between the backends and the engines runs at it."""
+
+Pcm = npt.NDArray[np.int16]
+Samples = npt.NDArray[np.float32]
+
+
+def period_samples(period_ms: int, rate: int = SAMPLE_RATE) -> int:
+    return rate * period_ms // 1000
+
+
+def silence(samples: int) -> Pcm:
+    return np.zeros(samples, dtype=np.int16)
+
+
+def to_float(pcm: Pcm) -> Samples:
+    """int16 → float32 in [-1, 1)."""
+    return pcm.astype(np.float32) * np.float32(1.0 / 32768.0)
+
+
+def to_int16(samples: npt.NDArray[np.floating]) -> Pcm:
+    """float → int16 with clipping (never wraps around)."""
+    scaled = np.clip(np.rint(samples * 32768.0), -32768, 32767)
+    return scaled.astype(np.int16)
+
+
+def dbfs(pcm: Pcm | Samples) -> float:
+    """RMS level relative to full scale; -120 for digital silence."""
+    if len(pcm) == 0:
+        return -120.0
+    data = pcm.astype(np.float64)
+    if pcm.dtype == np.int16:
+        data /= 32768.0
+    rms = float(np.sqrt(np.mean(data * data)))
+    return max(-120.0, 20.0 * float(np.log10(rms)) if rms > 0 else -120.0)
+
+
+@dataclass(frozen=True, slots=True)
+class DuplexFrame:
+    """One period of the duplex loop: what the microphone heard and, on the same clock,
+    what the speaker was sent (the echo canceller's reference).
+
+    ``index`` counts periods since the stream started; ``index * len(mic)`` is the
+    audio clock in samples at 16 kHz, which every timestamp downstream uses.
+    """
+
+    index: int
+    mic: Pcm
+    reference: Pcm
+
+    @property
+    def start_s(self) -> float:
+        return self.index * len(self.mic) / SAMPLE_RATE
+
+    @property
+    def end_s(self) -> float:
+        return (self.index + 1) * len(self.mic) / SAMPLE_RATE

@@ -1,0 +1,219 @@
+"""The configuration tree: one frozen dataclass per TOML section.
+
+Section and key names follow the agent contracts' own (``[llm] provider``,
+``[agent] url``, ``[ollama] base_url``). Each component receives only its own
+section. ``docs/config.md`` is generated from these declarations
+(``edgevoice config docs``) and a test keeps it in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgevoice.device.config.fields import section, setting
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConfig:
+    """Who this device is."""
+
+    id: str = setting(
+        "",
+        "Device identity (MQTT client id and topic). Empty: the provisioned identity "
+        "(/var/lib/edgevoice/identity.json), else derived from /etc/machine-id.",
+    )
+    name: str = setting("", "Human-readable name shown in fleet listings and Home Assistant.")
+    group: str = setting("", "Fleet group; the device also takes commands sent to this group.")
+    resource_id: str = setting(
+        "",
+        "Who is on the device, sent to the agent as resource_id. Empty: the key is omitted.",
+    )
+    language: str = setting("en", "Language of the conversation (BCP 47 primary tag, e.g. en).")
+    state_dir: str = setting(
+        "/var/lib/edgevoice", "Where identity, history and fetched models live.", restart=True
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AudioConfig:
+    """The duplex audio device: one capture period in, one playback period out, one clock."""
+
+    backend: str = setting(
+        "alsa",
+        "Audio I/O backend: alsa (real devices), simulated (the simulated room) or wav (files).",
+        choices=("alsa", "simulated", "wav"),
+        restart=True,
+    )
+    capture_device: str = setting("default", "ALSA PCM to capture from.", restart=True)
+    playback_device: str = setting("default", "ALSA PCM to play to.", restart=True)
+    capture_channels: int = setting(
+        1, "Channels the capture PCM is opened with.", minimum=1, maximum=32, restart=True
+    )
+    capture_rate: int = setting(
+        16000,
+        "Capture sample rate in Hz (the device's native rate; converted to 16 kHz at the edge).",
+        choices=(8000, 16000, 22050, 24000, 32000, 44100, 48000),
+        restart=True,
+    )
+    capture_format: str = setting(
+        "S16_LE", "Capture sample format.", choices=("S16_LE", "S32_LE"), restart=True
+    )
+    mic_channels: tuple[int, ...] = setting(
+        (0,),
+        "Capture channel(s) that carry microphones; several are averaged to mono.",
+        restart=True,
+    )
+    reference_channel: int = setting(
+        -1,
+        "Capture channel carrying a hardware loopback of the speaker, used as the echo "
+        "reference instead of the written frames. -1: none (use the written frames).",
+        minimum=-1,
+        maximum=31,
+        restart=True,
+    )
+    playback_rate: int = setting(
+        16000,
+        "Playback sample rate in Hz (converted from 16 kHz at the edge).",
+        choices=(8000, 16000, 22050, 24000, 32000, 44100, 48000),
+        restart=True,
+    )
+    playback_channels: int = setting(
+        1, "Channels the playback PCM is opened with (mono is copied to each).",
+        minimum=1, maximum=8, restart=True,
+    )
+    period_ms: int = setting(
+        10, "Duplex period in milliseconds.", choices=(10, 20), restart=True
+    )
+    buffer_periods: int = setting(
+        4, "Periods in the ALSA buffer (latency versus underrun safety).",
+        minimum=2, maximum=32, restart=True,
+    )
+    queue_periods: int = setting(
+        200, "Periods the audio thread may queue for the event loop before dropping.",
+        minimum=10, maximum=10000,
+    )
+    volume: float = setting(1.0, "Speaker volume, 0.0 to 1.0.", minimum=0.0, maximum=1.0)
+    reconnect_max_s: float = setting(
+        10.0, "Longest wait between attempts to reopen a lost audio device.",
+        minimum=0.5, maximum=600.0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RoomConfig:
+    """The simulated room (audio.backend = "simulated"): a virtual clock, an echo path,
+    scripted talkers and noise. Used by tests, benchmarks and ``edgevoice demo``."""
+
+    speed: float = setting(
+        1.0, "Virtual clock speed: 1.0 is real time, 0 runs as fast as possible.",
+        minimum=0.0, maximum=1000.0,
+    )
+    echo_gain_db: float = setting(
+        -6.0, "Level of the speaker's sound at the microphone, in dB.", minimum=-120.0, maximum=20.0
+    )
+    echo_delay_ms: float = setting(
+        30.0, "Bulk delay of the echo path in milliseconds.", minimum=0.0, maximum=1000.0
+    )
+    impulse_response: str = setting(
+        "", "WAV file with the echo path's impulse response. Empty: a synthetic small room."
+    )
+    rt60_s: float = setting(
+        0.25, "Reverberation time of the synthetic room.", minimum=0.0, maximum=2.0
+    )
+    noise_dbfs: float = setting(
+        -70.0, "Level of the microphone's background noise (dBFS).", minimum=-150.0, maximum=0.0
+    )
+    seed: int = setting(0, "Random seed: the same seed gives the same bytes.")
+    record_dir: str = setting(
+        "", "Folder where mic, reference and speaker streams are written as WAV. Empty: none."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WavConfig:
+    """The WAV backend (audio.backend = "wav"): microphone from a file, speaker to a file."""
+
+    input: str = setting("", "WAV file read as the microphone.")
+    output: str = setting("", "WAV file the speaker is written to. Empty: discard.")
+    realtime: bool = setting(False, "Pace reads at real time instead of as fast as possible.")
+
+
+@dataclass(frozen=True, slots=True)
+class LlmConfig:
+    """Which agent answers."""
+
+    provider: str = setting(
+        "local",
+        "Agent provider: agent (HTTP agent contract), openai (any /chat/completions), "
+        "ollama, homeassistant (Assist), local (built in, no server).",
+        choices=("agent", "openai", "ollama", "homeassistant", "local"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    """provider = "agent": the HTTP agent contract."""
+
+    url: str = setting("http://localhost:9000/agent", "Agent endpoint, POSTed once per user turn.")
+    api_key: str = setting(
+        "", "Sent as 'Authorization: Bearer <key>'; empty sends no header.", secret=True
+    )
+    timeout_ms: int = setting(
+        60000, "Whole-turn budget, including streaming the reply.", minimum=100, maximum=600000
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OpenaiConfig:
+    """provider = "openai": any OpenAI-compatible /chat/completions endpoint."""
+
+    base_url: str = setting(
+        "http://localhost:8000/v1", "The route is base_url + '/chat/completions'."
+    )
+    model: str = setting("gpt-4o-mini", "Model name, passed through untouched.")
+    api_key: str = setting("", "Bearer token; empty sends no header.", secret=True)
+    reasoning_effort: str = setting("", "Passed as reasoning_effort only when set.")
+
+
+@dataclass(frozen=True, slots=True)
+class OllamaConfig:
+    """provider = "ollama": a local Ollama server."""
+
+    base_url: str = setting("http://localhost:11434", "Ollama server; POST {base_url}/api/chat.")
+    model: str = setting("llama3.2", "Model name.")
+
+
+@dataclass(frozen=True, slots=True)
+class HomeassistantConfig:
+    """provider = "homeassistant": Home Assistant's Assist conversation API."""
+
+    url: str = setting("http://homeassistant.local:8123", "Home Assistant base URL.")
+    token: str = setting("", "Long-lived access token.", secret=True)
+    language: str = setting("", "Language passed to Assist. Empty: device.language.")
+    agent_id: str = setting("", "Conversation agent id. Empty: Assist's default.")
+
+
+@dataclass(frozen=True, slots=True)
+class MqttConfig:
+    """MQTT telemetry and fleet commands. Off when url is empty."""
+
+    url: str = setting("", "mqtt://host:1883 or mqtts://host:8883. Empty: MQTT off.")
+    username: str = setting("", "Broker user name.")
+    password: str = setting("", "Broker password.", secret=True)
+    topic_prefix: str = setting("edgevoice", "Topic root: <topic_prefix>/<device_id>/...")
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole configuration."""
+
+    device: DeviceConfig = section(DeviceConfig)
+    audio: AudioConfig = section(AudioConfig)
+    room: RoomConfig = section(RoomConfig)
+    wav: WavConfig = section(WavConfig)
+    llm: LlmConfig = section(LlmConfig)
+    agent: AgentConfig = section(AgentConfig)
+    openai: OpenaiConfig = section(OpenaiConfig)
+    ollama: OllamaConfig = section(OllamaConfig)
+    homeassistant: HomeassistantConfig = section(HomeassistantConfig)
+    mqtt: MqttConfig = section(MqttConfig)
