@@ -35,7 +35,8 @@ def to_float(pcm: Pcm) -> Samples:
 def to_int16(samples: npt.NDArray[np.floating]) -> Pcm:
     """float → int16 with clipping (never wraps around)."""
     scaled = np.clip(np.rint(samples * 32768.0), -32768, 32767)
-    return scaled.astype(np.int16)
+    out: Pcm = scaled.astype(np.int16)
+    return out
 
 
 def dbfs(pcm: Pcm | Samples) -> float:

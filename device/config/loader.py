@@ -146,9 +146,8 @@ def _coerce(value: Any, tp: Any, source: str, key: str, problems: list[ConfigPro
     elif tp is float:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
-    elif tp is str:
-        if isinstance(value, str):
-            return value
+    elif tp is str and isinstance(value, str):
+        return value
     problems.append(ConfigProblem(source, key, f"expected {_type_name(tp)}, found {_describe(value)}"))
     return None
 

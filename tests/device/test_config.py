@@ -111,7 +111,8 @@ def test_config_check_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_docs_reference_is_in_step_with_the_code() -> None:
     committed = (ROOT / "docs" / "config.md").read_text()
-    assert committed == render(), "docs/config.md is stale: run `./dev edgevoice config docs > docs/config.md`"
+    stale = "docs/config.md is stale: run `./dev edgevoice config docs > docs/config.md`"
+    assert committed == render(), stale
 
 
 def test_every_key_is_documented() -> None:
