@@ -1,0 +1,258 @@
+"""Incremental sentence splitter: text deltas in, sentences out the moment their end is certain.
+
+An agent's reply streams in as small text deltas. To start speaking early, each
+sentence goes to TTS as soon as nothing that arrives later could change where it
+ends: a terminator (``. ! ? …``) followed by whitespace, a CJK full stop (``。！？``,
+which need no space), a line break, or the end of the stream.
+
+What is *not* an end:
+
+- abbreviations that precede a name or continue the sentence (``Dr.``, ``Mr.``,
+  ``e.g.``, ``i.e.``, ``vs.``); dotted abbreviations and ``etc.`` (``U.S.``,
+  ``a.m.``) end a sentence only when the next word starts with a capital letter;
+- decimals, versions and times (``3.5``, ``2.0.1``, ``10:30``): no space follows;
+- single-letter initials (``J. R. R. Tolkien``);
+- list markers (``1. First``): a number that is the first token of its sentence;
+- ellipses followed by a lower-case word (``well... maybe``).
+
+Quotes, closing brackets and markdown emphasis after the terminator belong to the
+sentence (``He said "Go." Then``). A long first sentence is cut at the first clause
+boundary (comma, semicolon, colon, dash) after ``max_first_chars`` characters so the
+first audio is not held back by a long sentence; any sentence longer than
+``max_chars`` is cut at its last clause boundary (else its last space).
+
+Every decision at a position depends only on the text up to a short look-ahead,
+and the splitter waits while that look-ahead has not arrived: the output is the
+same however the text is chunked (one character at a time or all at once).
+Pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+_TERMINATORS = frozenset(".!?…。！？．")
+_CJK_TERMINATORS = frozenset("。！？．")
+# Characters that may follow a terminator and still belong to its sentence.
+_CLOSERS = frozenset("\"'”’»)]}*_`」』）】")
+_OPENERS = "\"'“‘«([{*_`「『（【"
+_CLAUSE_MARKS = frozenset(",;:")
+_CJK_CLAUSE_MARKS = frozenset("，、；：")
+_DASHES = frozenset("—–")
+
+# Abbreviations after which a sentence never ends (they precede a name or go on).
+_NEVER_END = frozenset(
+    {
+        "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "e.g", "i.e", "cf",
+        "viz", "fig", "approx", "dept", "gen", "gov", "sen", "rep", "rev", "capt", "lt",
+        "col", "sgt", "messrs", "mme", "mlle", "no",
+    }
+)
+# Abbreviations that may end a sentence: they do when the next word is capitalised.
+_MAYBE_END = frozenset({"etc", "inc", "ltd", "co", "corp", "jan", "feb", "aug", "sept", "oct",
+                        "nov", "dec", "est", "min", "max", "hrs", "ft", "oz", "lb"})
+
+_WAIT = -1  # a decision needs text that has not arrived yet
+
+
+class SentenceSplitter:
+    """Feed text deltas with :meth:`feed`; call :meth:`flush` at the end of the stream.
+
+    One splitter per reply: ``max_first_chars`` applies to the first sentence it emits.
+    """
+
+    def __init__(self, max_first_chars: int = 60, max_chars: int = 300) -> None:
+        if max_first_chars < 1 or max_chars < 2:
+            raise ValueError("max_first_chars must be >= 1 and max_chars >= 2")
+        self.max_first_chars = max_first_chars
+        self.max_chars = max_chars
+        self._buf = ""
+        self._start = 0  # start of the current sentence in _buf
+        self._scan = 0  # next position to examine
+        self._emitted = 0
+
+    @property
+    def pending(self) -> str:
+        """Text received but not yet emitted."""
+        return self._buf[self._start :]
+
+    @property
+    def emitted(self) -> int:
+        """Sentences emitted so far."""
+        return self._emitted
+
+    def feed(self, delta: str) -> list[str]:
+        """Add a delta; return the sentences whose end is now certain."""
+        if not delta:
+            return []
+        self._buf += delta
+        return self._run(final=False)
+
+    def flush(self) -> list[str]:
+        """End of stream: return every remaining sentence."""
+        out = self._run(final=True)
+        rest = self._buf[self._start :].strip()
+        self._buf = ""
+        self._start = self._scan = 0
+        if rest:
+            out.append(rest)
+            self._emitted += 1
+        return out
+
+    # --- scanning -----------------------------------------------------------------------
+
+    def _run(self, *, final: bool) -> list[str]:
+        out: list[str] = []
+        buf = self._buf
+        p = self._scan
+        while p < len(buf):
+            # Skip whitespace at the start of a sentence.
+            if self._start == p and buf[p].isspace():
+                self._start = p = p + 1
+                continue
+            length = p - self._start
+            if length >= self.max_chars:
+                end = self._forced_cut(p)
+                self._emit(out, end)
+                p = self._start
+                continue
+            end = self._end_at(p, final=final)
+            if end == _WAIT:
+                break
+            if end is not None:
+                self._emit(out, end)
+                p = self._start
+                continue
+            if buf[p] in _TERMINATORS:
+                # Not an end: skip the whole run ("...", "?!") so its tail is not re-judged.
+                while p < len(buf) and buf[p] in _TERMINATORS:
+                    p += 1
+                continue
+            p += 1
+        self._scan = p
+        # Keep the buffer short: drop what was emitted.
+        if self._start > 0:
+            self._buf = self._buf[self._start :]
+            self._scan -= self._start
+            self._start = 0
+        return out
+
+    def _emit(self, out: list[str], end: int) -> None:
+        sentence = self._buf[self._start : end].strip()
+        self._start = end
+        if sentence:
+            out.append(sentence)
+            self._emitted += 1
+
+    def _end_at(self, p: int, *, final: bool) -> int | None:
+        """Where the sentence ends if position ``p`` ends it; None if it does not;
+        _WAIT if that depends on text not yet received."""
+        buf = self._buf
+        ch = buf[p]
+        if ch == "\n":
+            return p + 1
+        if ch in _TERMINATORS:
+            return self._terminator_end(p, final=final)
+        if self._emitted == 0 and p - self._start >= self.max_first_chars:
+            return self._clause_end(p, final=final)
+        return None
+
+    def _terminator_end(self, p: int, *, final: bool) -> int | None:
+        buf = self._buf
+        j = p
+        while j < len(buf) and buf[j] in _TERMINATORS:
+            j += 1
+        run = buf[p:j]
+        while j < len(buf) and buf[j] in _CLOSERS:
+            j += 1
+        if j >= len(buf):
+            return j if final else _WAIT
+        if any(c in _CJK_TERMINATORS for c in run):
+            return j
+        if not buf[j].isspace():
+            return None  # 3.5, U.S.A, e.g.x, "wait...what": not an end
+        if "?" in run or "!" in run:
+            return j
+        if run in ("...", "…") or len(run) > 1 and set(run) <= {".", "…"}:
+            return self._if_next_word_capital(j, final=final)
+        word = self._word_before(p)
+        lowered = word.lower()
+        if lowered in _NEVER_END:
+            return None
+        if len(word) == 1 and word.isalpha() and word.isupper():
+            return None  # an initial: J. Smith
+        if word.isdigit() and self._is_first_token(p - len(word)):
+            return None  # a list marker: "1. First"
+        if lowered in _MAYBE_END or ("." in word and _is_dotted_abbreviation(word)):
+            return self._if_next_word_capital(j, final=final)
+        return j
+
+    def _if_next_word_capital(self, j: int, *, final: bool) -> int | None:
+        buf = self._buf
+        k = j
+        while k < len(buf) and buf[k].isspace() and buf[k] != "\n":
+            k += 1
+        if k >= len(buf):
+            return j if final else _WAIT
+        nxt = buf[k]
+        if nxt == "\n":
+            return j
+        if nxt.isalpha() and nxt.islower():
+            return None
+        return j
+
+    def _clause_end(self, p: int, *, final: bool) -> int | None:
+        """A clause boundary at ``p`` (for cutting a long first sentence)."""
+        buf = self._buf
+        ch = buf[p]
+        if ch in _CJK_CLAUSE_MARKS:
+            return p + 1
+        is_mark = ch in _CLAUSE_MARKS or ch in _DASHES
+        spaced_hyphen = ch == "-" and p > 0 and buf[p - 1] == " "
+        if not (is_mark or spaced_hyphen):
+            return None
+        if p + 1 >= len(buf):
+            return None if final else _WAIT
+        if buf[p + 1].isspace():
+            return p + 1
+        if ch in _DASHES:
+            return p + 1  # word—word
+        return None  # 10:30, 3,500, well-known
+
+    def _forced_cut(self, p: int) -> int:
+        """Cut a sentence that reached ``max_chars`` at ``p``: at its last clause
+        boundary, else its last space, else right here."""
+        buf = self._buf
+        lo = self._start + 1
+        for q in range(p - 1, lo - 1, -1):
+            c = buf[q]
+            if (c in _CLAUSE_MARKS and buf[q + 1].isspace()) or c in _CJK_CLAUSE_MARKS or c in _DASHES:
+                return q + 1
+        for q in range(p - 1, lo - 1, -1):
+            if buf[q].isspace():
+                return q
+        return p
+
+    def _word_before(self, p: int) -> str:
+        buf = self._buf
+        k = p
+        while k > self._start and not buf[k - 1].isspace():
+            k -= 1
+        return buf[k:p].lstrip(_OPENERS)
+
+    def _is_first_token(self, word_start: int) -> bool:
+        buf = self._buf
+        k = word_start
+        while k > self._start and buf[k - 1] in _OPENERS:
+            k -= 1
+        return not buf[self._start : k].strip()
+
+
+def _is_dotted_abbreviation(word: str) -> bool:
+    """U.S, a.m, p.m, Ph.D: short letter groups joined by dots."""
+    parts = word.split(".")
+    return len(parts) >= 2 and all(part.isalpha() and len(part) <= 2 for part in parts)
+
+
+def split_sentences(text: str, max_first_chars: int = 60, max_chars: int = 300) -> list[str]:
+    """Split a whole text at once (the same result as streaming it)."""
+    splitter = SentenceSplitter(max_first_chars, max_chars)
+    return splitter.feed(text) + splitter.flush()
