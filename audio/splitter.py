@@ -110,15 +110,14 @@ class SentenceSplitter:
                 continue
             length = p - self._start
             if length >= self.max_chars:
-                end = self._forced_cut(p)
-                self._emit(out, end)
+                self._emit(out, self._forced_cut(p))
                 p = self._start
                 continue
-            end = self._end_at(p, final=final)
-            if end == _WAIT:
+            found = self._end_at(p, final=final)
+            if found == _WAIT:
                 break
-            if end is not None:
-                self._emit(out, end)
+            if found is not None:
+                self._emit(out, found)
                 p = self._start
                 continue
             if buf[p] in _TERMINATORS:
