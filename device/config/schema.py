@@ -139,14 +139,79 @@ class WavConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class GpioOutputConfig:
+    """One GPIO output offered to the agent as a tool (an intercom, a door relay)."""
+
+    name: str = setting("", "Tool name the agent calls (letters, digits, _ and -), e.g. open_door.")
+    pin: int = setting(-1, "BCM pin number driven by the output.", minimum=-1, maximum=40)
+    description: str = setting("", "What the output does, told to the agent.")
+    mode: str = setting(
+        "pulse",
+        "pulse: switch on for pulse_ms then off; toggle: flip; switch: the agent says on or off.",
+        choices=("pulse", "toggle", "switch"),
+    )
+    pulse_ms: int = setting(500, "How long a pulse lasts.", minimum=1, maximum=60000)
+    active_high: bool = setting(True, "True: on drives the pin high; false: low.")
+    confirm: bool = setting(
+        False,
+        "Require spoken confirmation: the tool only acts when the person's own turn says yes "
+        "(the agent is told to ask first).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class LlmConfig:
-    """Which agent answers."""
+    """Which agent answers, and what every provider shares (skill text, history, tools)."""
 
     provider: str = setting(
         "local",
         "Agent provider: agent (HTTP agent contract), openai (any /chat/completions), "
         "ollama, homeassistant (Assist), local (built in, no server).",
         choices=("agent", "openai", "ollama", "homeassistant", "local"),
+    )
+    system_prompt: str = setting(
+        "You are a helpful voice assistant on a small device. Answer in short spoken "
+        "sentences, without lists or markup.",
+        "Skill text: the system prompt (openai, ollama) or the 'system' field (agent). "
+        "Empty: none.",
+    )
+    low_confidence_note: str = setting(
+        "The speech recogniser was unsure of this turn; if it does not make sense, ask the "
+        "person to repeat.",
+        "Added to the system text when the ASR flags the turn as low-confidence.",
+    )
+    max_reply_chars: int = setting(
+        4000,
+        "Reply size cap: text past it is dropped (logged) and the turn ends with "
+        "agent_reply_too_large.",
+        minimum=100,
+        maximum=1000000,
+    )
+    history_turns: int = setting(
+        20,
+        "Exchanges kept as history for openai and ollama (older ones are dropped).",
+        minimum=0,
+        maximum=1000,
+    )
+    summary_after_turns: int = setting(
+        0,
+        "provider agent: after this many exchanges a oneshot request digests the earlier ones "
+        "and the digest is sent as 'summary' from then on. 0: never.",
+        minimum=0,
+        maximum=1000,
+    )
+    tools: tuple[str, ...] = setting(
+        ("current_time", "set_volume", "end_conversation"),
+        "Built-in tools offered to openai-compatible models.",
+        choices=("current_time", "set_volume", "end_conversation"),
+    )
+    max_tool_rounds: int = setting(
+        4, "Follow-up requests with tool results allowed in one turn.", minimum=0, maximum=20
+    )
+    gpio_outputs: tuple[GpioOutputConfig, ...] = setting(
+        (),
+        "GPIO outputs offered as tools: [[llm.gpio_outputs]] tables with name, pin, "
+        "description, mode, pulse_ms, active_high, confirm.",
     )
 
 
@@ -161,6 +226,13 @@ class AgentConfig:
     timeout_ms: int = setting(
         60000, "Whole-turn budget, including streaming the reply.", minimum=100, maximum=600000
     )
+    skill: str = setting(
+        "",
+        "Skill text sent as 'system' with each chat turn (the agent owns its own prompt, so "
+        "[llm] system_prompt is not sent). Empty: 'system' only carries the low-confidence note.",
+    )
+    verify_tls: bool = setting(True, "Verify the server's TLS certificate (https URLs).")
+    ca_file: str = setting("", "Extra CA bundle (PEM) to trust for https. Empty: the system's.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +245,23 @@ class OpenaiConfig:
     model: str = setting("gpt-4o-mini", "Model name, passed through untouched.")
     api_key: str = setting("", "Bearer token; empty sends no header.", secret=True)
     reasoning_effort: str = setting("", "Passed as reasoning_effort only when set.")
+    temperature: float = setting(
+        -1.0, "Sampling temperature; negative: not sent (the server's default).",
+        minimum=-1.0, maximum=2.0,
+    )
+    max_tokens: int = setting(0, "max_tokens per request; 0: not sent.", minimum=0, maximum=1000000)
+    timeout_ms: int = setting(
+        60000, "Whole-turn budget, including tool rounds and streaming.", minimum=100, maximum=600000
+    )
+    idle_timeout_ms: int = setting(
+        15000,
+        "A stream silent this long (no bytes, not even a heartbeat) is abandoned and the turn "
+        "re-sent once; a second silence fails it.",
+        minimum=50,
+        maximum=600000,
+    )
+    verify_tls: bool = setting(True, "Verify the server's TLS certificate (https URLs).")
+    ca_file: str = setting("", "Extra CA bundle (PEM) to trust for https. Empty: the system's.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +270,26 @@ class OllamaConfig:
 
     base_url: str = setting("http://localhost:11434", "Ollama server; POST {base_url}/api/chat.")
     model: str = setting("llama3.2", "Model name.")
+    keep_alive: str = setting(
+        "5m", "How long Ollama keeps the model loaded after a request (e.g. 5m, 1h, -1). "
+        "Empty: not sent."
+    )
+    temperature: float = setting(
+        -1.0, "options.temperature; negative: not sent.", minimum=-1.0, maximum=2.0
+    )
+    num_ctx: int = setting(0, "options.num_ctx (context window); 0: not sent.", minimum=0,
+                           maximum=1048576)
+    num_predict: int = setting(0, "options.num_predict (reply token cap); 0: not sent.",
+                               minimum=0, maximum=1048576)
+    seed: int = setting(-1, "options.seed; negative: not sent.", minimum=-1)
+    timeout_ms: int = setting(
+        60000, "Whole-turn budget, including loading the model and streaming.",
+        minimum=100, maximum=600000,
+    )
+    idle_timeout_ms: int = setting(
+        30000, "A stream silent this long is abandoned and re-sent once; a second silence fails.",
+        minimum=50, maximum=600000,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +300,21 @@ class HomeassistantConfig:
     token: str = setting("", "Long-lived access token.", secret=True)
     language: str = setting("", "Language passed to Assist. Empty: device.language.")
     agent_id: str = setting("", "Conversation agent id. Empty: Assist's default.")
+    timeout_ms: int = setting(
+        15000, "Whole-turn budget.", minimum=100, maximum=600000
+    )
+    verify_tls: bool = setting(True, "Verify the server's TLS certificate (https URLs).")
+
+
+@dataclass(frozen=True, slots=True)
+class LocalConfig:
+    """provider = "local": the built-in deterministic agent (no server, no model)."""
+
+    word_delay_ms: int = setting(
+        15, "Pause between streamed words, so replies arrive the way a model's would.",
+        minimum=0, maximum=2000,
+    )
+    name: str = setting("Edge", "The name the local agent introduces itself by.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +324,97 @@ class MqttConfig:
     url: str = setting("", "mqtt://host:1883 or mqtts://host:8883. Empty: MQTT off.")
     username: str = setting("", "Broker user name.")
     password: str = setting("", "Broker password.", secret=True)
-    topic_prefix: str = setting("edgevoice", "Topic root: <topic_prefix>/<device_id>/...")
+    topic_prefix: str = setting("edgevoice", "Topic root: <topic_prefix>/<device_id>/...", restart=True)
+    protocol: str = setting(
+        "5", "MQTT protocol version: 5, or 3.1.1 for older brokers.", choices=("5", "3.1.1"),
+        restart=True,
+    )
+    ca_file: str = setting(
+        "", "CA certificate (PEM) that signs the broker's certificate. Empty with mqtts://: "
+        "the system's CAs.", restart=True,
+    )
+    cert_file: str = setting("", "Client certificate (PEM) for TLS client authentication.", restart=True)
+    key_file: str = setting("", "Private key (PEM) of cert_file.", restart=True)
+    tls_insecure: bool = setting(
+        False, "Skip the broker host name check (the CA is still checked). Testing only.", restart=True
+    )
+    keepalive: int = setting(60, "Keep-alive in seconds.", minimum=5, maximum=3600, restart=True)
+    reconnect_min_s: float = setting(
+        1.0, "First wait before reconnecting; doubles per failed attempt.", minimum=0.05, maximum=60.0,
+        restart=True,
+    )
+    reconnect_max_s: float = setting(
+        60.0, "Longest wait between reconnect attempts.", minimum=0.1, maximum=3600.0, restart=True
+    )
+    telemetry_interval_s: float = setting(
+        30.0, "Seconds between telemetry messages.", minimum=0.1, maximum=86400.0
+    )
+    publish_transcripts: bool = setting(
+        False, "Publish what people said and what the device replied (personal data) in events."
+    )
+    homeassistant_discovery: bool = setting(
+        False, "Publish Home Assistant MQTT discovery config (sensors, mute switch, volume, buttons)."
+    )
+    discovery_prefix: str = setting("homeassistant", "Home Assistant's discovery topic prefix.")
+    queue_size: int = setting(
+        1000, "Messages kept while the broker is unreachable; beyond it the oldest are dropped "
+        "(and counted).", minimum=1, maximum=1000000, restart=True,
+    )
+    command_rate: float = setting(
+        5.0, "Commands per second a device accepts on average (token bucket).",
+        minimum=0.01, maximum=10000.0,
+    )
+    command_burst: int = setting(
+        20, "Commands accepted back to back before command_rate applies.", minimum=1, maximum=100000
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GpioConfig:
+    """The push button and the status LED (gpiozero). Boards without GPIO run without them."""
+
+    enabled: bool = setting(True, "Use the GPIO button and LED when the board has GPIO.", restart=True)
+    button_pin: int = setting(
+        17, "BCM pin of the push button (17 is the ReSpeaker 2-Mic HAT's button). -1: none.",
+        minimum=-1, maximum=63, restart=True,
+    )
+    button_pull_up: bool = setting(True, "The button pulls the pin low when pressed.", restart=True)
+    bounce_ms: int = setting(30, "Debounce time; 0 turns debouncing off.", minimum=0, maximum=1000,
+                             restart=True)
+    reset_hold_s: float = setting(
+        4.0, "Holding the button this long resets the session (not in push-to-talk mode).",
+        minimum=0.5, maximum=60.0, restart=True,
+    )
+    double_press_ms: int = setting(
+        400, "A second press within this time of the first one's release is a double press.",
+        minimum=100, maximum=2000, restart=True,
+    )
+    double_press_mutes: bool = setting(True, "A double press toggles the microphone mute.")
+    led_pin: int = setting(-1, "BCM pin of a (PWM) status LED. -1: none.", minimum=-1, maximum=63,
+                           restart=True)
+    led_brightness: float = setting(1.0, "Status LED brightness.", minimum=0.0, maximum=1.0)
+    pin_factory: str = setting(
+        "", "gpiozero pin factory; empty lets gpiozero choose.",
+        choices=("", "lgpio", "rpigpio", "pigpio", "native"), restart=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationConfig:
+    """How conversations go: sessions, failures, what is logged."""
+
+    session_idle_reset_s: float = setting(
+        300.0, "Start a new session (new session_id, history dropped) after this much silence. "
+        "0: never.", minimum=0.0, maximum=86400.0,
+    )
+    failure_phrase: str = setting(
+        "Sorry, I couldn't get an answer. Please try again.",
+        "Spoken (after the error earcon) when a reply fails. Empty: the earcon alone.",
+    )
+    log_transcripts: bool = setting(
+        False, "Write what people say and what the device answers to the log (personal data)."
+    )
+    greeting: str = setting("", "Spoken once when the daemon is ready. Empty: nothing.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,4 +430,7 @@ class Config:
     openai: OpenaiConfig = section(OpenaiConfig)
     ollama: OllamaConfig = section(OllamaConfig)
     homeassistant: HomeassistantConfig = section(HomeassistantConfig)
+    local: LocalConfig = section(LocalConfig)
     mqtt: MqttConfig = section(MqttConfig)
+    gpio: GpioConfig = section(GpioConfig)
+    conversation: ConversationConfig = section(ConversationConfig)
