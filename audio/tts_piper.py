@@ -1,0 +1,135 @@
+"""The piper TTS engine (piper-tts 1.8, onnxruntime), imported lazily.
+
+The voice is an ``.onnx`` model with its ``.onnx.json`` beside it (resolve names
+with the model registry first). The onnxruntime session is built here rather
+than by ``PiperVoice.load`` so its thread count can be set: one intra-op thread
+gave the fastest first chunk on a 2-core machine (see ``docs/speaking.md``).
+
+piper speaks at 22 050 Hz; audio is resampled to 16 kHz here, at the edge.
+Word timing: this piper build gives phoneme alignments only with the ``onnx``
+package (a heavy extra), so word ends are spread over each chunk's samples in
+proportion to each word's phoneme count (espeak's own word grouping), falling
+back to character counts when espeak's words do not line up with the text's
+(numbers, abbreviations read out as several words).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.resample import resample
+from edgevoice.audio.tts import TtsAudio, TtsEngine, TtsError, WordEnds, proportional_word_ends
+from edgevoice.errors import require
+
+_LOGGER = logging.getLogger(__name__)
+
+
+def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str | Path | None = None) -> Any:
+    """A ``piper.PiperVoice`` whose onnxruntime session uses ``threads`` intra-op threads."""
+    piper = require("piper", "speaking", "Piper TTS")
+    ort = require("onnxruntime", "speaking", "Piper TTS")
+    from piper.config import PiperConfig
+
+    model = Path(model_path)
+    config_file = Path(config_path) if config_path else Path(f"{model}.json")
+    if not model.is_file():
+        raise TtsError(f"piper voice {model} does not exist; run 'edgevoice models list' to see voices")
+    if not config_file.is_file():
+        raise TtsError(f"piper voice config {config_file} is missing; it belongs beside the .onnx file")
+    import json
+
+    try:
+        config = PiperConfig.from_dict(json.loads(config_file.read_text(encoding="utf-8")))
+        options = ort.SessionOptions()  # type: ignore[attr-defined]
+        options.intra_op_num_threads = max(1, int(threads))
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(  # type: ignore[attr-defined]
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        raise TtsError(f"cannot load piper voice {model}: {err}; fetch it again") from err
+    return piper.PiperVoice(session=session, config=config)  # type: ignore[attr-defined]
+
+
+class PiperTts(TtsEngine):
+    """piper through :func:`load_piper_voice`; see the module docstring."""
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        threads: int = 1,
+        length_scale: float = 1.0,
+        volume: float = 1.0,
+        voice_name: str | None = None,
+    ) -> None:
+        self.model_path = Path(model_path)
+        self.voice = load_piper_voice(self.model_path, threads)
+        self.native_rate = int(self.voice.config.sample_rate)
+        self._voice_name = voice_name or self.model_path.name.removesuffix(".onnx")
+        from piper.config import SynthesisConfig
+
+        self.syn_config = SynthesisConfig(length_scale=length_scale, volume=volume)
+
+    @property
+    def name(self) -> str:
+        return self._voice_name
+
+    def synthesize(self, text: str) -> TtsAudio:
+        started = time.monotonic()
+        native: list[np.ndarray[Any, Any]] = []
+        groups: list[tuple[int, list[int]]] = []  # (samples, phonemes per word) per piper chunk
+        try:
+            for chunk in self.voice.synthesize(text, self.syn_config):
+                audio = chunk.audio_int16_array
+                native.append(audio)
+                groups.append((len(audio), _phonemes_per_word(chunk.phonemes)))
+        except Exception as err:
+            raise TtsError(f"piper failed on {text[:40]!r}: {err}") from err
+        raw: Pcm = np.concatenate(native).astype(np.int16) if native else np.zeros(0, np.int16)
+        pcm = resample(raw, self.native_rate, SAMPLE_RATE)
+        word_ends = _word_ends(text, groups, len(pcm) / max(1, len(raw)))
+        return TtsAudio(text, pcm, word_ends, started, time.monotonic())
+
+
+def _phonemes_per_word(phonemes: list[str]) -> list[int]:
+    counts: list[int] = []
+    current = 0
+    for phoneme in phonemes:
+        if phoneme == " ":
+            if current:
+                counts.append(current)
+            current = 0
+        elif phoneme.strip() and phoneme not in ",.;:!?":
+            current += 1
+    if current:
+        counts.append(current)
+    return counts
+
+
+def _word_ends(text: str, groups: list[tuple[int, list[int]]], scale: float) -> WordEnds:
+    """Phoneme-weighted word ends when espeak's words match the text's, else by characters."""
+    total = round(sum(samples for samples, _ in groups) * scale)
+    words = text.split()
+    if sum(len(counts) for _, counts in groups) != len(words):
+        return proportional_word_ends(text, total)
+    ends: list[tuple[int, int]] = []
+    position = 0.0
+    char_pos = 0
+    for samples, counts in groups:
+        chunk_samples = samples * scale
+        weight_total = float(sum(counts)) or 1.0
+        acc = 0
+        for count in counts:
+            acc += count
+            word = words[len(ends)]
+            char_pos = text.index(word, char_pos) + len(word)
+            ends.append((char_pos, round(position + chunk_samples * acc / weight_total)))
+        position += chunk_samples
+    return tuple(ends)
