@@ -51,6 +51,7 @@ class EventType(StrEnum):
     AUDIO_QUEUE_DROPPED = "audio.queue_dropped"
     AEC_STATUS = "aec.status"
     CONFIG_RELOADED = "config.reloaded"
+    MQTT_QUEUE_DROPPED = "mqtt.queue_dropped"
 
 
 # Event types whose payload holds what a person said or heard: personal data.
