@@ -140,6 +140,8 @@ class Speaker:
                     self._queue.popleft()
                     self._offset = 0
             self._timeline += self.period_samples
+            # Until the audio thread says otherwise, the new period is still in the device.
+            self._latency += self.period_samples
             volume = self._volume
         if volume != 1.0 and filled:
             out = (out.astype(np.float32) * volume).astype(np.int16)
