@@ -1,0 +1,55 @@
+"""``build_agent(config, actions)``: the client the ``[llm] provider`` names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from edgevoice.device.agents.actions import DeviceActions
+from edgevoice.device.agents.base import AgentClient
+from edgevoice.device.agents.errors import AgentConfigError
+from edgevoice.device.config.schema import Config
+
+PROVIDERS = ("agent", "openai", "ollama", "homeassistant", "local")
+
+
+def build_agent(
+    config: Config,
+    actions: DeviceActions | None = None,
+    *,
+    resource_id: str | None = None,
+    now: Callable[[], datetime] | None = None,
+) -> AgentClient:
+    """The agent client for ``config.llm.provider``.
+
+    ``actions`` lets tools and the local agent act on the device (volume, end, start over,
+    GPIO outputs); without it only the current-time tool is offered. ``resource_id``
+    overrides ``[device] resource_id`` (e.g. set by provisioning). ``now`` is the clock
+    for the time tool and the local agent (tests).
+    """
+    llm = config.llm
+    provider = llm.provider
+    if provider == "agent":
+        from edgevoice.device.agents.agent_http import HttpAgentClient
+
+        rid = config.device.resource_id if resource_id is None else resource_id
+        return HttpAgentClient(config.agent, llm, resource_id=rid)
+    if provider == "openai":
+        from edgevoice.device.agents.openai import OpenAiClient
+        from edgevoice.device.agents.tools import DeviceTools
+
+        tools = DeviceTools(llm.tools, llm.gpio_outputs, actions, now=now)
+        return OpenAiClient(config.openai, llm, tools)
+    if provider == "ollama":
+        from edgevoice.device.agents.ollama import OllamaClient
+
+        return OllamaClient(config.ollama, llm)
+    if provider == "homeassistant":
+        from edgevoice.device.agents.homeassistant import HomeAssistantClient
+
+        return HomeAssistantClient(config.homeassistant, llm, language=config.device.language)
+    if provider == "local":
+        from edgevoice.device.agents.local import LocalAgentClient
+
+        return LocalAgentClient(config.local, llm, actions, now=now)
+    raise AgentConfigError(f"unknown [llm] provider {provider!r}; use one of {', '.join(PROVIDERS)}")
