@@ -17,7 +17,8 @@ from edgevoice.audio.speaker import SegmentProgress
 
 
 def heard_part(text: str, total: int, played: int, word_ends: Sequence[tuple[int, int]] = ()) -> str:
-    """The heard prefix of one segment's ``text`` after ``played`` of ``total`` samples."""
+    """The heard prefix of one segment's ``text`` after ``played`` of ``total`` samples
+    (``total``: the samples the whole text takes, as synthesized)."""
     if played <= 0 or not text:
         return ""
     if played >= total:
@@ -52,7 +53,9 @@ def heard_text(progress: Iterable[SegmentProgress]) -> str:
     for segment in progress:
         if segment.kind != "speech":
             continue
-        part = heard_part(segment.text, segment.total, segment.played, segment.word_ends)
+        # A dropped segment's ``total`` is what was written; judge it against what was queued.
+        length = max(segment.total, segment.queued)
+        part = heard_part(segment.text, length, segment.played, segment.word_ends)
         if part:
             parts.append(part)
         if not segment.complete:

@@ -39,6 +39,7 @@ class Segment:
     dropped: bool = False
     # Optional word timing: (end char offset in text, end sample in pcm) per word.
     word_ends: tuple[tuple[int, int], ...] = ()
+    queued: int = 0  # samples originally queued (drop() truncates pcm to what was written)
     started_notified: bool = False
     finished_notified: bool = False
 
@@ -57,10 +58,13 @@ class SegmentProgress:
     played: int
     kind: str
     word_ends: tuple[tuple[int, int], ...] = field(default=())
+    dropped: bool = False  # cut short by drop(): ``total`` is then what was written
+    queued: int = 0  # samples originally queued (``total`` unless dropped)
 
     @property
     def complete(self) -> bool:
-        return self.played >= self.total
+        """Played to its natural end (a dropped segment never is, unless nothing was cut)."""
+        return self.played >= max(self.total, self.queued)
 
 
 SegmentCallback = Callable[[SegmentProgress], None]
@@ -95,7 +99,7 @@ class Speaker:
         """Queue ``pcm`` (16 kHz mono int16) to play after everything already queued."""
         if pcm.dtype != np.int16 or pcm.ndim != 1:
             raise ValueError("speaker takes 1-D int16 PCM at 16 kHz")
-        segment = Segment(utterance_id, text, pcm.copy(), kind, word_ends=word_ends)
+        segment = Segment(utterance_id, text, pcm.copy(), kind, word_ends=word_ends, queued=len(pcm))
         with self._lock:
             self._queue.append(segment)
             self._history.append(segment)
@@ -183,6 +187,8 @@ class Speaker:
             self._played_of(segment, position),
             segment.kind,
             segment.word_ends,
+            segment.dropped,
+            segment.queued,
         )
 
     def progress(self, utterance_id: str) -> list[SegmentProgress]:
