@@ -129,18 +129,18 @@ def names(hardware: Hardware) -> list[str]:
 
 def test_respeaker_usb_array_is_recognised(tmp_path: Path) -> None:
     cards = PI_HEADPHONES + (" 1 [ArrayUAC10     ]: USB-Audio - ReSpeaker 4 Mic Array (UAC1.0)\n"
-                             "                      SEEED ReSpeaker 4 Mic Array (UAC1.0) at usb-xhci-hcd.0-1\n")
-    root = write_tree(tmp_path, cards, {0: {"pcm0p": ""}, 1: {"usbid": "2886:0018\n", "pcm0c": "", "pcm0p": ""}},
-                      {"1-1": ("2886", "0018")})
+                             "                      SEEED ReSpeaker 4 Mic Array (UAC1.0)\n")
+    files = {0: {"pcm0p": ""}, 1: {"usbid": "2886:0018\n", "pcm0c": "", "pcm0p": ""}}
+    root = write_tree(tmp_path, cards, files, {"1-1": ("2886", "0018")})
     assert names(read_hardware(root))[0] == "respeaker-usb-v2"
 
 
 def test_hats_are_recognised(tmp_path: Path) -> None:
-    two = write_tree(tmp_path / "a", PI_HEADPHONES + " 1 [seeed2micvoicec]: seeed-2mic-voic - seeed2micvoicecard\n",
-                     {1: {"pcm0c": "", "pcm0p": ""}})
+    line = " 1 [seeed2micvoicec]: seeed-2mic-voic - seeed2micvoicecard\n"
+    two = write_tree(tmp_path / "a", PI_HEADPHONES + line, {1: {"pcm0c": "", "pcm0p": ""}})
     assert names(read_hardware(two)) == ["respeaker-2mic"]
-    four = write_tree(tmp_path / "b", PI_HEADPHONES + " 1 [seeed4micvoicec]: seeed-4mic-voic - seeed4micvoicecard\n",
-                      {1: {"pcm0c": ""}})
+    line = " 1 [seeed4micvoicec]: seeed-4mic-voic - seeed4micvoicecard\n"
+    four = write_tree(tmp_path / "b", PI_HEADPHONES + line, {1: {"pcm0c": ""}})
     hits = suggest(read_hardware(four))
     assert [s.profile.name for s in hits] == ["respeaker-4mic"] and hits[0].overrides == {}
 
