@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from edgevoice.device.agents import AgentClient, RecordingActions, UserTurn, bui
 from edgevoice.device.config.loader import build_config
 from edgevoice.device.config.schema import Config
 
-FIXED = datetime(2026, 3, 4, 9, 30, tzinfo=timezone.utc)
+FIXED = datetime(2026, 3, 4, 9, 30, tzinfo=UTC)
 
 
 def make_config(**sections: Any) -> Config:
@@ -159,7 +159,8 @@ async def test_openai_tool_calls_run_on_the_device() -> None:
     follow_up = bodies[1]["messages"]
     assert follow_up[-2]["role"] == "assistant" and follow_up[-2]["tool_calls"][0]["function"] == {
         "name": "current_time", "arguments": "{}"}
-    assert follow_up[-1]["role"] == "tool" and follow_up[-1]["tool_call_id"] == follow_up[-2]["tool_calls"][0]["id"]
+    call_id = follow_up[-2]["tool_calls"][0]["id"]
+    assert follow_up[-1]["role"] == "tool" and follow_up[-1]["tool_call_id"] == call_id
 
 
 async def test_ollama_ndjson_with_options() -> None:
@@ -203,14 +204,16 @@ async def test_barge_in_closes_the_connection() -> None:
     async with example_server(word_delay_s=0.05) as server:
         client = build_agent(make_config(llm={"provider": "agent"}, agent={"url": server.url + "/agent"}))
         got: list[str] = []
+        speaking = asyncio.Event()
 
         async def consume() -> None:
             async for delta in client.reply(UserTurn("tell me a long story")):
                 got.append(delta)
+                if len(got) == 2:
+                    speaking.set()
 
         task = asyncio.create_task(consume())
-        while len(got) < 2:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(speaking.wait(), 5)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
