@@ -29,6 +29,7 @@ _LOGGER = logging.getLogger(__name__)
 
 CHUNK = 64 * 1024
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+_CONTENT_RANGE_UNSATISFIED = re.compile(r"bytes \*/(\d+)")
 
 
 class _Interrupted(Exception):
@@ -100,7 +101,11 @@ def _attempt(job: _Job) -> str:
     except urllib.error.HTTPError as err:
         err.close()
         if err.code == 416 and have:
-            # Our .part is as long as (or longer than) the file: start again to be sure.
+            size = _CONTENT_RANGE_UNSATISFIED.match(err.headers.get("Content-Range", "") or "")
+            if size is not None and int(size.group(1)) == have:
+                _LOGGER.info("%s was already downloaded completely", label)
+                return sha256_file(part)
+            # Our .part is longer than the file or the server cannot say: start again.
             _LOGGER.warning("server refused to resume %s at %d bytes; downloading it again", label, have)
             _truncate(part)
             raise _Interrupted("range not satisfiable") from err

@@ -42,9 +42,16 @@ class ModelArchiveError(ModelError, ValueError):
 
 
 class ModelStorageError(ModelError, OSError):
-    """The models folder cannot be written: disk full, permissions, read-only file system."""
+    """The models folder cannot be written: disk full, permissions, read-only file system.
+
+    ``reason`` is the ``errno`` of the underlying failure (``errno.ENOSPC`` ...), or 0.
+    """
 
     code = "model_storage_error"
+
+    def __init__(self, message: str, *, reason: int = 0) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ManifestError(ModelError, ValueError):

@@ -9,6 +9,7 @@ An interrupted or corrupt fetch therefore leaves no ``<name>/`` folder behind.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import logging
 import os
 import shutil
@@ -97,9 +98,16 @@ def fetch_model(
     _make_dir(folder / DOWNLOADS_DIR)
     _check_free_space(folder, entry)
     pins = read_pins(folder).get(entry.name, {})
-    downloaded = [_fetch_source(entry, s, folder, pins, progress=progress, policy=policy)
-                  for s in entry.sources]
-    location = _install(entry, downloaded, folder, progress)
+    try:
+        downloaded = [_fetch_source(entry, s, folder, pins, progress=progress, policy=policy)
+                      for s in entry.sources]
+        location = _install(entry, downloaded, folder, progress)
+    except ModelStorageError as err:
+        if err.reason == errno.ENOSPC:
+            # Give the space back: a full disk is worse than downloading again.
+            for source in entry.sources:
+                part_path(folder, entry.name, source).unlink(missing_ok=True)
+        raise
     for item in downloaded:
         if item.origin == "tofu":
             record_pin(folder, entry.name, item.source.saved_name, item.sha256)

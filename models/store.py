@@ -195,17 +195,20 @@ def storage_error(err: OSError, where: Path) -> ModelStorageError:
     if err.errno == errno.ENOSPC:
         return ModelStorageError(
             f"no space left on the device while writing {where}. Free some space, or put the "
-            f"models on a bigger disk with [models] dir or ${ENV_MODELS_DIR}, then fetch again."
+            f"models on a bigger disk with [models] dir or ${ENV_MODELS_DIR}, then fetch again.",
+            reason=err.errno,
         )
     if err.errno in (errno.EACCES, errno.EPERM):
         return ModelStorageError(
             f"permission denied writing {where}. Run as a user who may write there (the "
             f"edgevoice service user, or root), or choose another folder with [models] dir or "
-            f"${ENV_MODELS_DIR}."
+            f"${ENV_MODELS_DIR}.",
+            reason=err.errno,
         )
     if err.errno == errno.EROFS:
         return ModelStorageError(
             f"{where} is on a read-only file system. Choose a writable folder with [models] dir "
-            f"or ${ENV_MODELS_DIR}."
+            f"or ${ENV_MODELS_DIR}.",
+            reason=err.errno,
         )
-    return ModelStorageError(f"cannot write {where}: {err.strerror or err}")
+    return ModelStorageError(f"cannot write {where}: {err.strerror or err}", reason=err.errno or 0)

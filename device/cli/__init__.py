@@ -21,6 +21,7 @@ _LOGGER = logging.getLogger(__name__)
 
 COMMANDS = (
     "edgevoice.device.cli.config_cmd",
+    "edgevoice.device.cli.models_cmd",
     "edgevoice.device.cli.provision_cmd",
 )
 

@@ -418,6 +418,19 @@ class ConversationConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelsConfig:
+    """The model registry (edgevoice models list|fetch|verify|remove)."""
+
+    dir: str = setting(
+        "",
+        "Folder fetched models are installed in. Empty: $EDGEVOICE_MODELS_DIR, else "
+        "/var/lib/edgevoice/models when this user may write it, else "
+        "~/.local/share/edgevoice/models.",
+        restart=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class TtsConfig:
     """Speaking: piper TTS and how replies are cut into sentences."""
 
@@ -487,5 +500,6 @@ class Config:
     mqtt: MqttConfig = section(MqttConfig)
     gpio: GpioConfig = section(GpioConfig)
     conversation: ConversationConfig = section(ConversationConfig)
+    models: ModelsConfig = section(ModelsConfig)
     tts: TtsConfig = section(TtsConfig)
     earcons: EarconsConfig = section(EarconsConfig)
