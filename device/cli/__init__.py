@@ -21,8 +21,10 @@ _LOGGER = logging.getLogger(__name__)
 
 COMMANDS = (
     "edgevoice.device.cli.config_cmd",
+    "edgevoice.device.cli.say_cmd",
     "edgevoice.device.cli.models_cmd",
     "edgevoice.device.cli.provision_cmd",
+    "edgevoice.device.cli.chat_cmd",
 )
 
 
