@@ -151,6 +151,8 @@ class Synthesizer:
         self.engine = engine
         self.max_chunk_chars = max_chunk_chars
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tts")
+        self.busy_s = 0.0  # total time spent synthesizing (for the real-time factor)
+        self.audio_s = 0.0  # total audio produced
 
     async def stream(
         self, text: str, on_chunk_start: Callable[[float], None] | None = None
@@ -172,7 +174,10 @@ class Synthesizer:
     def _run(self, piece: str, on_chunk_start: Callable[[float], None] | None) -> TtsAudio:
         if on_chunk_start is not None:
             on_chunk_start(time.monotonic())
-        return self.engine.synthesize(piece)
+        audio = self.engine.synthesize(piece)
+        self.busy_s += audio.finished - audio.started
+        self.audio_s += audio.duration_s
+        return audio
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

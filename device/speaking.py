@@ -41,6 +41,7 @@ from edgevoice.audio.heard import heard_text
 from edgevoice.audio.speakable import SpeakableSplitter
 from edgevoice.audio.speaker import SegmentProgress, Speaker
 from edgevoice.audio.tts import Synthesizer, TtsAudio, shift_word_ends
+from edgevoice.device.config.schema import TtsConfig
 from edgevoice.device.events import EventBus, EventType
 from edgevoice.errors import EdgeVoiceError
 
@@ -336,6 +337,23 @@ class ReplySpeaker:
             return
         reply.segments_finished += 1
         reply.played.set()
+
+
+def build_synthesizer(tts: TtsConfig, models_dir: str | None = None) -> Synthesizer:
+    """The configured piper voice (a registry name or a path) on a worker thread."""
+    from edgevoice.audio.tts_piper import PiperTts
+    from edgevoice.models import ModelKind, resolve_model
+
+    location = resolve_model(tts.voice, ModelKind.TTS, models_dir or None)
+    engine = PiperTts(location.path, threads=tts.threads, length_scale=tts.length_scale,
+                      volume=tts.volume, voice_name=location.name)
+    return Synthesizer(engine, max_chunk_chars=tts.max_chunk_chars)
+
+
+def reply_speaker(speaker: Speaker, synthesizer: Synthesizer, bus: EventBus, tts: TtsConfig) -> ReplySpeaker:
+    """A :class:`ReplySpeaker` with the ``[tts]`` section's splitter limits and gap."""
+    return ReplySpeaker(speaker, synthesizer, bus, max_first_chars=tts.max_first_sentence_chars,
+                        max_chars=tts.max_sentence_chars, sentence_gap_ms=tts.sentence_gap_ms)
 
 
 async def _stop_task(task: asyncio.Task[None]) -> None:
