@@ -116,6 +116,7 @@ class Endpointer:
         self._turn_audio_start = 0
         self._wait_deadline: int | None = None
         self._settle_until = 0
+        self._end_on_silence = True
 
     # --- the audio clock -------------------------------------------------------------
     @property
@@ -131,13 +132,19 @@ class Endpointer:
 
     # --- control from outside --------------------------------------------------------
     def start_turn(
-        self, *, pre_roll: bool = True, no_speech_timeout_ms: float | None = None, settle_ms: float = 0.0
+        self,
+        *,
+        pre_roll: bool = True,
+        no_speech_timeout_ms: float | None = None,
+        settle_ms: float = 0.0,
+        end_on_silence: bool = True,
     ) -> EndpointStep:
         """Open a turn now (button pressed, wake word heard). The turn waits for speech;
         silence ends it only after speech was heard. With ``no_speech_timeout_ms`` it
         ends (reason ``no_speech``) if no speech starts in time. Speech in the first
         ``settle_ms`` (the tail of a wake word) does not count as the turn's speech.
-        Returns the pre-roll as the turn's first audio."""
+        With ``end_on_silence`` False (a held push-to-talk button) only :meth:`end_turn`
+        or ``max_turn_s`` end it. Returns the pre-roll as the turn's first audio."""
         if self.in_turn:
             return EndpointStep()
         audio = self._history_audio(self._pos - self._pre_roll) if pre_roll else _EMPTY
@@ -147,6 +154,7 @@ class Endpointer:
         self.state = EndpointState.WAITING
         self._run = 0
         self._settle_until = self._pos + self.settings.samples(settle_ms)
+        self._end_on_silence = end_on_silence
         self._wait_deadline = (
             None if no_speech_timeout_ms is None else self._pos + self.settings.samples(no_speech_timeout_ms)
         )
@@ -217,7 +225,7 @@ class Endpointer:
             self._last_speech_end = self._pos
         else:
             self._silence += n
-        if self._silence >= self._end_silence:
+        if self._end_on_silence and self._silence >= self._end_silence:
             events.append(self._finish(EndReason.SILENCE, self._last_speech_end))
         elif self._pos - self._speech_start >= self._max_turn:
             events.append(self._finish(EndReason.MAX_TURN, self._pos))
@@ -249,6 +257,7 @@ class Endpointer:
         self._run = 0
         self._silence = 0
         self._wait_deadline = None
+        self._end_on_silence = True
         self._clear_history()
 
     def _remember(self, start: int, pcm: Pcm) -> None:

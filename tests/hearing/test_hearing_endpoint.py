@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgevoice.audio.endpoint import (
-    EndpointSettings,
     Endpointer,
+    EndpointSettings,
     EndpointState,
     EndReason,
     SpeechStart,

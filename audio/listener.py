@@ -1,0 +1,296 @@
+"""The hearing pipeline: frames in, typed events out.
+
+:class:`Listener` chains the VAD, the endpointer, the wake word detector and the
+ASR engine. It is synchronous and has no clock of its own: time is the audio clock
+(samples fed, plus ``origin_s``), so it runs in whatever thread feeds it and is
+tested by feeding it audio. The runtime turns its events into bus events:
+
+=========================  ===========================
+``SpeechStarted``          ``input.speech.started``
+``SpeechStopped``          ``input.speech.stopped``
+``WakeWordDetected``       ``input.wake_word``
+``PartialTranscript``      ``transcript.user.delta``
+``FinalTranscript``        ``transcript.user``
+``TurnDiscarded``          ``input.turn.discarded``
+=========================  ===========================
+
+Modes: ``always`` (every detected turn is a user turn), ``wakeword`` (a turn follows
+the wake word; :meth:`Listener.open_follow_up` accepts one more turn without it for
+``follow_up_s``), ``button`` (push-to-talk: hold to talk, or press to start and the
+VAD ends the turn). With ``streaming`` the ASR decodes while the person speaks
+(partials, and the final comes right after the end of speech); without it the turn
+is decoded in one go at its end. Turn audio includes the pre-roll.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from edgevoice.audio.asr import AsrEngine, AsrSession, Word
+from edgevoice.audio.endpoint import (
+    Endpointer,
+    EndpointSettings,
+    EndpointStep,
+    EndReason,
+    SpeechStart,
+    TurnEnd,
+)
+from edgevoice.audio.frames import Pcm
+from edgevoice.audio.vad import VoiceActivity
+from edgevoice.audio.wakeword import WakeWordDetector
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class ListenMode(StrEnum):
+    ALWAYS = "always"
+    WAKEWORD = "wakeword"
+    BUTTON = "button"
+
+
+class ButtonMode(StrEnum):
+    HOLD = "hold"  # talk while the button is held
+    PRESS = "press"  # press to start; the VAD (or another press) ends the turn
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechStarted:
+    t: float
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpeechStopped:
+    """Speech ended at ``t``; ``audio`` is the whole turn from ``audio_start`` (pre-roll
+    included) to ``detected``; ``reason`` is an :class:`EndReason`."""
+
+    t: float
+    reason: str
+    detected: float
+    audio_start: float
+    audio: Pcm = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class WakeWordDetected:
+    t: float
+    name: str
+    probability: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PartialTranscript:
+    text: str
+    t: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FinalTranscript:
+    """Word times are on the audio clock; ``start``/``end`` bound the speech."""
+
+    text: str
+    words: tuple[Word, ...]
+    low_confidence: bool
+    start: float
+    end: float
+    confidence: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDiscarded:
+    """A turn that goes nowhere: ``no_speech`` (opened, nobody spoke), ``no_words``
+    (the ASR heard nothing), ``disabled`` (listening was switched off mid-turn)."""
+
+    reason: str
+    t: float = 0.0
+
+
+HearingEvent = (
+    SpeechStarted | SpeechStopped | WakeWordDetected | PartialTranscript | FinalTranscript | TurnDiscarded
+)
+
+
+class Listener:
+    def __init__(
+        self,
+        vad: VoiceActivity,
+        asr: AsrEngine | None,
+        *,
+        endpoint: EndpointSettings | None = None,
+        mode: ListenMode = ListenMode.ALWAYS,
+        wakeword: WakeWordDetector | None = None,
+        button_mode: ButtonMode = ButtonMode.HOLD,
+        follow_up_s: float = 0.0,
+        streaming: bool = True,
+        wake_timeout_s: float = 5.0,
+        wake_settle_ms: float = 300.0,
+        origin_s: float = 0.0,
+    ) -> None:
+        if mode == ListenMode.WAKEWORD and wakeword is None:
+            raise ValueError("listen mode 'wakeword' needs a wake word detector")
+        self.vad = vad
+        self.asr = asr
+        self.mode = ListenMode(mode)
+        self.wakeword = wakeword if self.mode == ListenMode.WAKEWORD else None
+        self.button_mode = ButtonMode(button_mode)
+        self.follow_up_s = follow_up_s
+        self.streaming = streaming
+        self.wake_timeout_s = wake_timeout_s
+        self.wake_settle_ms = wake_settle_ms
+        self.origin_s = origin_s
+        self.endpointer = Endpointer(endpoint, auto_start=self.mode == ListenMode.ALWAYS)
+        self._session: AsrSession | None = None
+        self._follow_up_until: float | None = None
+        self._enabled = True
+
+    # --- state -----------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        """The audio clock: seconds fed so far, from ``origin_s``."""
+        return self.origin_s + self.endpointer.position_s
+
+    @property
+    def in_turn(self) -> bool:
+        return self.endpointer.in_turn
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    def set_enabled(self, enabled: bool) -> list[HearingEvent]:
+        """Stop (or resume) accepting turns; an open turn is discarded."""
+        events: list[HearingEvent] = []
+        if not enabled and (self.endpointer.in_turn or self._session is not None):
+            self.endpointer.reset()
+            self._cancel_session()
+            events.append(TurnDiscarded("disabled", self.now))
+        if not enabled:
+            self.endpointer.reset()
+        self._enabled = enabled
+        self._update_auto_start()
+        return events
+
+    def open_follow_up(self, seconds: float | None = None) -> None:
+        """After a reply, accept a turn without the wake word for ``follow_up_s``."""
+        span = self.follow_up_s if seconds is None else seconds
+        if self.mode == ListenMode.WAKEWORD and span > 0:
+            self._follow_up_until = self.now + span
+            self._update_auto_start()
+
+    # --- audio in --------------------------------------------------------------------
+    def process(self, pcm: Pcm) -> list[HearingEvent]:
+        """One frame of 16 kHz int16 audio (any length)."""
+        events: list[HearingEvent] = []
+        for window in self.vad.process(pcm):
+            self._update_auto_start()
+            self._handle(self.endpointer.push(window.pcm, window.speech), events)
+        if self.wakeword is not None:
+            for detection in self.wakeword.process(pcm):
+                if not self._enabled or self.endpointer.in_turn:
+                    continue
+                events.append(WakeWordDetected(self.origin_s + detection.t, detection.name,
+                                               detection.probability))
+                self._follow_up_until = None
+                self._open_turn(events, pre_roll=False, timeout_s=self.wake_timeout_s,
+                                settle_ms=self.wake_settle_ms)
+        return events
+
+    # --- push to talk ----------------------------------------------------------------
+    def button_pressed(self) -> list[HearingEvent]:
+        events: list[HearingEvent] = []
+        if self.mode != ListenMode.BUTTON or not self._enabled:
+            return events
+        if self.endpointer.in_turn:
+            if self.button_mode == ButtonMode.PRESS:
+                self._handle(self.endpointer.end_turn(), events)
+            return events
+        self._open_turn(
+            events, pre_roll=True,
+            timeout_s=None if self.button_mode == ButtonMode.HOLD else self.wake_timeout_s,
+            end_on_silence=self.button_mode == ButtonMode.PRESS,
+        )
+        return events
+
+    def button_released(self) -> list[HearingEvent]:
+        events: list[HearingEvent] = []
+        if self.mode == ListenMode.BUTTON and self.button_mode == ButtonMode.HOLD:
+            self._handle(self.endpointer.end_turn(), events)
+        return events
+
+    def close(self) -> None:
+        self._cancel_session()
+
+    # --- internals -------------------------------------------------------------------
+    def _update_auto_start(self) -> None:
+        if not self._enabled:
+            self.endpointer.auto_start = False
+        elif self.mode == ListenMode.ALWAYS:
+            self.endpointer.auto_start = True
+        elif self.mode == ListenMode.WAKEWORD and self._follow_up_until is not None:
+            if self.now < self._follow_up_until:
+                self.endpointer.auto_start = True
+            else:
+                self._follow_up_until = None
+                self.endpointer.auto_start = False
+        else:
+            self.endpointer.auto_start = False
+
+    def _open_turn(self, events: list[HearingEvent], *, pre_roll: bool, timeout_s: float | None,
+                   settle_ms: float = 0.0, end_on_silence: bool = True) -> None:
+        step = self.endpointer.start_turn(
+            pre_roll=pre_roll,
+            no_speech_timeout_ms=None if timeout_s is None else timeout_s * 1000,
+            settle_ms=settle_ms,
+            end_on_silence=end_on_silence,
+        )
+        self._begin_session()
+        self._handle(step, events)
+
+    def _begin_session(self) -> None:
+        if self.asr is not None and self.streaming and self._session is None:
+            self._session = self.asr.start()
+
+    def _cancel_session(self) -> None:
+        if self._session is not None:
+            self._session.cancel()
+            self._session = None
+
+    def _handle(self, step: EndpointStep, events: list[HearingEvent]) -> None:
+        for event in step.events:
+            if isinstance(event, SpeechStart):
+                events.append(SpeechStarted(self.origin_s + event.start_s))
+                self._begin_session()
+        if self._session is not None and len(step.turn_audio):
+            partial = self._session.accept(step.turn_audio)
+            if partial:
+                events.append(PartialTranscript(partial, self.now))
+        for event in step.events:
+            if isinstance(event, TurnEnd):
+                self._end(event, events)
+
+    def _end(self, end: TurnEnd, events: list[HearingEvent]) -> None:
+        t = self.origin_s
+        if end.reason == EndReason.NO_SPEECH:
+            self._cancel_session()
+            events.append(TurnDiscarded("no_speech", t + end.detected_s))
+            self._update_auto_start()
+            return
+        events.append(SpeechStopped(t + end.end_s, str(end.reason), t + end.detected_s,
+                                    t + end.audio_start_s, end.audio))
+        if self.asr is None:
+            return
+        if self._session is not None:
+            result = self._session.finish()
+            self._session = None
+        else:
+            result = self.asr.transcribe(end.audio)
+        if result.empty:
+            events.append(TurnDiscarded("no_words", t + end.detected_s))
+            return
+        shifted = result.shifted(t + end.audio_start_s)
+        start = t + (end.start_s if end.start_s is not None else end.audio_start_s)
+        events.append(FinalTranscript(shifted.text, shifted.words, shifted.low_confidence,
+                                      start, t + end.end_s, shifted.confidence))
+        # In wakeword mode the next turn needs the wake word again (or a follow-up window).
+        self._update_auto_start()

@@ -1,0 +1,115 @@
+"""VAD + endpointer on synthesized speech placed at known times (the real Silero model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.hearing_audio import frames, noise, piper_speech, place, rms_dbfs
+
+from edgevoice.audio.endpoint import Endpointer, EndpointSettings, EndReason, SpeechStart, TurnEnd
+from edgevoice.audio.vad import SpeechGate, VoiceActivity
+from edgevoice.audio.vad_energy import EnergyVad
+from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.models import ModelKind, resolve_model
+
+SENTENCES = (
+    "The weather today is sunny with a light breeze from the west.",
+    "Please remind me to buy milk tomorrow morning.",
+)
+END_SILENCE_MS = 600
+
+
+@pytest.fixture(scope="module")
+def silero_path() -> str:
+    return str(resolve_model("silero-vad", ModelKind.VAD).path)
+
+
+def run(vad: VoiceActivity, audio: np.ndarray, settings: EndpointSettings) -> list[SpeechStart | TurnEnd]:
+    endpointer = Endpointer(settings)
+    events: list[SpeechStart | TurnEnd] = []
+    for frame in frames(audio):
+        for window in vad.process(frame):
+            events.extend(endpointer.push(window.pcm, window.speech).events)
+    return events
+
+
+@pytest.mark.parametrize("snr_db", [None, 40.0, 20.0])
+@pytest.mark.parametrize("sentence", SENTENCES)
+def test_silero_finds_onset_and_end_of_turn(silero_path: str, sentence: str, snr_db: float | None) -> None:
+    speech = piper_speech(sentence)
+    scene = place([(1.3, speech)], 1.3 + len(speech) / 16000 + 2.0, snr_db=snr_db, seed=3)
+    (onset, offset), = scene.spans
+    events = run(VoiceActivity(SileroVad(silero_path)), scene.audio,
+                 EndpointSettings(end_silence_ms=END_SILENCE_MS))
+    assert [type(e) for e in events] == [SpeechStart, TurnEnd], events
+    start, end = events
+    assert isinstance(start, SpeechStart) and isinstance(end, TurnEnd)
+    assert abs(start.start_s - onset) <= 0.100
+    assert end.reason == EndReason.SILENCE
+    assert end.detected_s - offset <= (END_SILENCE_MS + 150) / 1000
+    assert end.detected_s > offset  # never cut before the speech ended
+    # The turn's audio holds the whole utterance, pre-roll included.
+    assert end.audio_start_s <= onset
+    assert end.audio_start_s + len(end.audio) / 16000 >= offset
+
+
+def test_two_utterances_are_two_turns(silero_path: str) -> None:
+    a, b = (piper_speech(s) for s in SENTENCES)
+    scene = place([(0.5, a), (0.5 + len(a) / 16000 + 1.5, b)], 12.0, snr_db=40.0, seed=4)
+    events = run(VoiceActivity(SileroVad(silero_path)), scene.audio, EndpointSettings())
+    starts = [e.start_s for e in events if isinstance(e, SpeechStart)]
+    assert len(starts) == 2
+    for found, (onset, _) in zip(starts, scene.spans, strict=True):
+        assert abs(found - onset) <= 0.100
+
+
+@pytest.mark.parametrize("extra_db", [0.0, 15.0])
+def test_no_turn_from_noise_alone(silero_path: str, extra_db: float) -> None:
+    """Noise 40 dB under the test sentences' level (as in the SNR scenes), and 15 dB louder."""
+    level = rms_dbfs(np.concatenate([piper_speech(s) for s in SENTENCES])) - 40.0 + extra_db
+    events = run(VoiceActivity(SileroVad(silero_path)), noise(15.0, level, seed=5), EndpointSettings())
+    assert events == []
+
+
+def test_silero_probability_separates_speech_from_silence(silero_path: str) -> None:
+    vad = VoiceActivity(SileroVad(silero_path))
+    speech = piper_speech(SENTENCES[1])
+    silent = [w.probability for w in vad.process(np.zeros(16000, dtype=np.int16))]
+    spoken = [w.probability for w in vad.process(speech)]
+    assert max(silent) < 0.1
+    assert np.mean(spoken) > 0.7
+    # reset() forgets the stream: same audio, same scores
+    vad.reset()
+    again = [w.probability for w in vad.process(np.zeros(16000, dtype=np.int16))]
+    assert again == pytest.approx(silent, abs=1e-6)
+
+
+def test_windows_cover_the_stream_exactly(silero_path: str) -> None:
+    vad = VoiceActivity(SileroVad(silero_path))
+    audio = piper_speech(SENTENCES[0])[:16000]
+    windows = [w for f in frames(audio, 333) for w in vad.process(f)]
+    assert [w.start_sample for w in windows] == list(range(0, 512 * len(windows), 512))
+    np.testing.assert_array_equal(np.concatenate([w.pcm for w in windows]), audio[: 512 * len(windows)])
+
+
+def test_gate_hysteresis() -> None:
+    gate = SpeechGate(threshold=0.5, release_threshold=0.3)
+    assert [gate.update(p) for p in (0.4, 0.5, 0.4, 0.31, 0.29, 0.45, 0.6)] == [
+        False, True, True, True, False, False, True
+    ]
+    with pytest.raises(ValueError):
+        SpeechGate(threshold=0.4, release_threshold=0.5)
+
+
+def test_energy_vad_finds_speech_in_quiet_noise() -> None:
+    speech = piper_speech(SENTENCES[1])
+    scene = place([(2.0, speech)], 2.0 + len(speech) / 16000 + 2.0, snr_db=40.0, seed=7)
+    events = run(VoiceActivity(EnergyVad(), threshold=0.5, release_threshold=0.3), scene.audio,
+                 EndpointSettings(end_silence_ms=END_SILENCE_MS))
+    (onset, offset), = scene.spans
+    starts = [e for e in events if isinstance(e, SpeechStart)]
+    ends = [e for e in events if isinstance(e, TurnEnd)]
+    assert len(starts) == 1 and len(ends) == 1
+    assert abs(starts[0].start_s - onset) <= 0.100
+    assert ends[0].detected_s - offset <= (END_SILENCE_MS + 150) / 1000
+    assert run(VoiceActivity(EnergyVad()), noise(10.0, -60.0, seed=8), EndpointSettings()) == []
