@@ -1,0 +1,179 @@
+"""Real ALSA PCMs without a sound card, for pyalsaaudio tests.
+
+alsa-lib's own plugins make real devices from a config file: ``file`` PCMs read a raw
+file as capture (``infile``) and write playback to a raw file, over ``null``; ``plug``
+on top fixes the format, rate and channels; ``asym`` joins a capture and a playback PCM
+under one name. The PCMs take arguments, so one config serves every test::
+
+    evmic:INFILE=/x/mic.raw,CHANNELS=4,RATE=48000,FORMAT=S32_LE
+    evspk:OUTFILE=/x/spk.raw,CHANNELS=2,RATE=48000
+    evduplex:INFILE=...,CHANNELS=...,RATE=...,FORMAT=...,OUTFILE=...,OUTCHANNELS=...,OUTRATE=...
+
+The config goes in a temporary folder named by ``ALSA_CONFIG_PATH`` (after the system
+``alsa.conf``). alsa-lib rereads its configuration when that list of files changes, so
+setting the variable in-process before opening a PCM is enough; subprocesses inherit it.
+
+Notes from measuring these devices (see also shared/NOTES.md): capture is bit-exact
+only when the client asks for exactly the file's channels, format and rate; the devices
+are not paced unless ``infile`` is a FIFO written at 1x by another process; the playback
+file trails the writes by one buffer until the PCM is closed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SYSTEM_CONFIG = "/usr/share/alsa/alsa.conf"
+
+ASOUND_CONF = r"""
+pcm.evmic {
+  @args [ INFILE CHANNELS RATE FORMAT ]
+  @args.INFILE { type string }
+  @args.CHANNELS { type integer }
+  @args.RATE { type integer }
+  @args.FORMAT { type string default "S16_LE" }
+  type plug
+  slave {
+    pcm { type file slave.pcm "null" file "/dev/null" infile $INFILE format "raw" }
+    format $FORMAT rate $RATE channels $CHANNELS
+  }
+  hint.description "edgevoice test microphone (raw file)"
+}
+pcm.evspk {
+  @args [ OUTFILE CHANNELS RATE ]
+  @args.OUTFILE { type string }
+  @args.CHANNELS { type integer default 1 }
+  @args.RATE { type integer default 16000 }
+  type plug
+  slave {
+    pcm { type file slave.pcm "null" file $OUTFILE format "raw" truncate true perm 0644 }
+    format S16_LE rate $RATE channels $CHANNELS
+  }
+  hint.description "edgevoice test speaker (raw file)"
+}
+pcm.evduplex {
+  @args [ INFILE CHANNELS RATE FORMAT OUTFILE OUTCHANNELS OUTRATE ]
+  @args.INFILE { type string }
+  @args.CHANNELS { type integer }
+  @args.RATE { type integer }
+  @args.FORMAT { type string default "S16_LE" }
+  @args.OUTFILE { type string }
+  @args.OUTCHANNELS { type integer default 1 }
+  @args.OUTRATE { type integer default 16000 }
+  type asym
+  capture.pcm {
+    type plug
+    slave {
+      pcm { type file slave.pcm "null" file "/dev/null" infile $INFILE format "raw" }
+      format $FORMAT rate $RATE channels $CHANNELS
+    }
+  }
+  playback.pcm {
+    type plug
+    slave {
+      pcm { type file slave.pcm "null" file $OUTFILE format "raw" truncate true perm 0644 }
+      format S16_LE rate $OUTRATE channels $OUTCHANNELS
+    }
+  }
+  hint.description "edgevoice test duplex device (raw files)"
+}
+pcm.evnull {
+  type plug
+  slave.pcm "null"
+  hint.description "edgevoice test null device"
+}
+"""
+
+FORMAT_DTYPES = {"S16_LE": "<i2", "S32_LE": "<i4"}
+
+
+def write_alsa_config(folder: Path) -> str:
+    """Write the test PCMs to ``folder/asound.conf``; returns the ALSA_CONFIG_PATH value."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "asound.conf"
+    path.write_text(ASOUND_CONF)
+    return f"{SYSTEM_CONFIG}:{path}"
+
+
+@dataclass(frozen=True)
+class AlsaDevices:
+    """The test PCMs, and where their files go."""
+
+    folder: Path
+
+    def mic(self, infile: Path | str, channels: int, rate: int = 16000, fmt: str = "S16_LE") -> str:
+        return f"evmic:INFILE={infile},CHANNELS={channels},RATE={rate},FORMAT={fmt}"
+
+    def speaker(self, outfile: Path | str, channels: int = 1, rate: int = 16000) -> str:
+        return f"evspk:OUTFILE={outfile},CHANNELS={channels},RATE={rate}"
+
+    def duplex(self, infile: Path | str, channels: int, rate: int, fmt: str, outfile: Path | str, *,
+               out_channels: int = 1, out_rate: int = 16000) -> str:
+        return (f"evduplex:INFILE={infile},CHANNELS={channels},RATE={rate},FORMAT={fmt},"
+                f"OUTFILE={outfile},OUTCHANNELS={out_channels},OUTRATE={out_rate}")
+
+    null = "evnull"
+
+
+def write_raw(path: Path, frames: np.ndarray, fmt: str = "S16_LE") -> Path:
+    """Write interleaved frames ``(n, channels)`` as a raw file in ``fmt``."""
+    np.ascontiguousarray(frames).astype(FORMAT_DTYPES[fmt]).tofile(path)
+    return path
+
+
+def read_raw(path: Path, channels: int = 1, fmt: str = "S16_LE") -> np.ndarray:
+    data = np.fromfile(path, dtype=FORMAT_DTYPES[fmt])
+    return data.reshape(-1, channels) if channels > 1 else data
+
+
+def install_alsa_devices(folder: Path, monkeypatch: pytest.MonkeyPatch) -> AlsaDevices:
+    """Make the test PCMs visible to alsa-lib in this process and in subprocesses.
+
+    Use from a fixture in the test module (pytest only finds fixtures defined or
+    imported there)::
+
+        @pytest.fixture
+        def alsa_devices(tmp_path, monkeypatch):
+            return install_alsa_devices(tmp_path, monkeypatch)
+    """
+    monkeypatch.setenv("ALSA_CONFIG_PATH", write_alsa_config(folder / "alsa"))
+    return AlsaDevices(folder)
+
+
+@pytest.fixture
+def alsa_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AlsaDevices]:
+    """The test PCMs (import this fixture into a test module to use it)."""
+    yield install_alsa_devices(tmp_path, monkeypatch)
+
+
+FIFO_WRITER = r"""
+import os, sys, time
+fifo, source, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
+period_s = float(sys.argv[4])
+data = open(source, "rb").read()
+with open(fifo, "wb", buffering=0) as out:   # blocks until the PCM opens the FIFO
+    start = time.monotonic()
+    for index in range(len(data) // chunk):
+        due = start + index * period_s
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        out.write(data[index * chunk : (index + 1) * chunk])
+"""
+
+
+def start_fifo_writer(fifo: Path, source: Path, chunk_bytes: int, period_s: float) -> subprocess.Popen[bytes]:
+    """A separate process that writes ``source`` into ``fifo`` at real time, one chunk per
+    period. Start it before opening the PCM: opening a FIFO capture blocks, holding the GIL."""
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    return subprocess.Popen([sys.executable, "-c", FIFO_WRITER, str(fifo), str(source),
+                             str(chunk_bytes), str(period_s)])
