@@ -32,6 +32,9 @@ from edgevoice.errors import EdgeVoiceError
 _LOGGER = logging.getLogger(__name__)
 
 
+PAHO_QUEUE_MARGIN = 256
+
+
 class MqttConfigError(EdgeVoiceError, ValueError):
     code = "mqtt_config_invalid"
 
@@ -136,7 +139,11 @@ class MqttConnection:
         self.dropped_total = 0
         self.connects = 0
         self.last_error = ""
-        self.client.max_queued_messages_set(self._queue_size)
+        # paho's own queue holds what is in flight (sent, not yet acknowledged) plus the
+        # offline queue while it is flushed; its bound only guards against a broker that
+        # stops acknowledging.
+        self.client.max_queued_messages_set(self._queue_size + PAHO_QUEUE_MARGIN)
+        self._stopping = False
         if will is not None:
             self.client.will_set(will.topic, will.payload, will.qos, will.retain)
         self.client.on_connect = self._handle_connect
@@ -170,6 +177,7 @@ class MqttConnection:
                         info.wait_for_publish(timeout_s)
                     except (RuntimeError, ValueError):
                         break
+        self._stopping = True
         self.client.disconnect()
         self.client.loop_stop()
 
@@ -187,9 +195,7 @@ class MqttConnection:
         """From any thread; never blocks on the network."""
         with self._lock:
             if self._connected:
-                info = self._send(message)
-                if info is not None and info.rc == MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
-                    self._count_drop()
+                self._send_counted(message)
                 return
             if len(self._queue) >= self._queue_size:
                 self._queue.popleft()
@@ -199,6 +205,11 @@ class MqttConnection:
     def _count_drop(self) -> None:
         self.dropped_total += 1
         self._dropped_unreported += 1
+
+    def _send_counted(self, message: Outgoing) -> None:
+        info = self._send(message)
+        if info is not None and info.rc == MQTTErrorCode.MQTT_ERR_QUEUE_SIZE:
+            self._count_drop()
 
     def _send(self, message: Outgoing) -> mqtt.MQTTMessageInfo | None:
         try:
@@ -230,7 +241,7 @@ class MqttConnection:
             self._send(message)
         with self._lock:
             while self._queue:
-                self._send(self._queue.popleft())
+                self._send_counted(self._queue.popleft())
             dropped = self._dropped_unreported
             self._dropped_unreported = 0
             self._connected = True
@@ -252,7 +263,7 @@ class MqttConnection:
         with self._lock:
             was = self._connected
             self._connected = False
-        if was:
+        if was and not self._stopping:
             _LOGGER.warning("MQTT connection to %s lost (%s); reconnecting", self.address.host, reason)
 
     def _handle_connect_fail(self, client: mqtt.Client, userdata: object) -> None:
