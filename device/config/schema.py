@@ -125,7 +125,16 @@ class RoomConfig:
     )
     seed: int = setting(0, "Random seed: the same seed gives the same bytes.")
     record_dir: str = setting(
-        "", "Folder where mic, reference and speaker streams are written as WAV. Empty: none."
+        "", "Folder where mic, reference, speaker and near-end streams are written as WAV. "
+        "Empty: none."
+    )
+    talkers: tuple[str, ...] = setting(
+        (),
+        "Scripted near-end talkers, each 'file.wav@start_s' or 'file.wav@start_s@gain_db' "
+        "(e.g. 'question.wav@2.0@-3').",
+    )
+    duration_s: float = setting(
+        0.0, "Audio time after which the room's input ends. 0: never.", minimum=0.0, maximum=86400.0
     )
 
 
@@ -136,6 +145,11 @@ class WavConfig:
     input: str = setting("", "WAV file read as the microphone.")
     output: str = setting("", "WAV file the speaker is written to. Empty: discard.")
     realtime: bool = setting(False, "Pace reads at real time instead of as fast as possible.")
+    at_end: str = setting(
+        "stop",
+        "At the end of the input: stop (the audio input ends) or silence (keep going with silence).",
+        choices=("stop", "silence"),
+    )
 
 
 @dataclass(frozen=True, slots=True)
