@@ -83,19 +83,18 @@ async def _to_wav(synthesizer: Synthesizer, loaded: LoadedConfig, text: str, out
 
 async def _to_speaker(synthesizer: Synthesizer, loaded: LoadedConfig, text: str) -> dict[str, Any]:
     from edgevoice.audio.duplex import DuplexLoop
-    from edgevoice.audio.frames import period_samples
     from edgevoice.audio.speaker import Speaker
-    from edgevoice.device.audio_io import open_backend  # type: ignore[import-not-found,unused-ignore]
+    from edgevoice.device.audio_io import duplex_options, open_backend
     from edgevoice.device.events import EventBus
     from edgevoice.device.speaking import reply_speaker
 
     config = loaded.config
-    speaker = Speaker(period_samples(config.audio.period_ms), volume=config.audio.volume)
     bus = EventBus()
     bus.bind(asyncio.get_running_loop())
-    replies = reply_speaker(speaker, synthesizer, bus, config.tts)
     backend = open_backend(config.audio, config.room, config.wav)
-    duplex = DuplexLoop(backend, speaker, queue_periods=config.audio.queue_periods)
+    speaker = Speaker(backend.period_samples, volume=config.audio.volume)
+    replies = reply_speaker(speaker, synthesizer, bus, config.tts)
+    duplex = DuplexLoop(backend, speaker, **duplex_options(config.audio))
     duplex.start(asyncio.get_running_loop())
 
     async def drain() -> None:
