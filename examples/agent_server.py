@@ -52,7 +52,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
-    at: float
+    at: float  # time.perf_counter() when the body had been read
+    first_write_at: float | None = None  # when the first reply bytes were handed to the socket
 
 
 @dataclass
@@ -90,6 +91,7 @@ class Options:
 
 
 OPTIONS: web.AppKey[Options] = web.AppKey("options", Options)
+RECORD: web.RequestKey[RecordedRequest] = web.RequestKey("record", RecordedRequest)
 
 
 # --- the "brain": deterministic answers ------------------------------------------------------
@@ -121,7 +123,9 @@ def think(state: ServerState, body: dict[str, Any]) -> Answer:
     elif "summary" in lower:
         answer = Answer(f"My summary so far: {body.get('summary') or 'none yet'}.")
     elif any(word in lower for word in ("weather", "look up", "think")):
-        answer = Answer("Let me check that for you.", " It is sunny and twenty one degrees.", slow=True)
+        # Speak first: a few words at once, ended by a space so the device knows the
+        # sentence is complete and can speak it while the slow work runs.
+        answer = Answer("Let me check that for you. ", "It is sunny and twenty one degrees.", slow=True)
     elif "story" in lower or "long" in lower:
         answer = Answer(
             "Here is a long answer. It has several sentences, so you can interrupt it. "
@@ -148,10 +152,16 @@ async def _record(request: web.Request) -> Any:
         body: Any = json.loads(raw) if raw else None
     except json.JSONDecodeError:
         body = raw.decode("utf-8", errors="replace")
-    request.app[STATE].requests.append(
-        RecordedRequest(request.path, dict(request.headers), body, time.monotonic())
-    )
+    record = RecordedRequest(request.path, dict(request.headers), body, time.perf_counter())
+    request.app[STATE].requests.append(record)
+    request[RECORD] = record
     return body
+
+
+def _mark_first_write(request: web.Request) -> None:
+    record = request.get(RECORD)
+    if record is not None and record.first_write_at is None:
+        record.first_write_at = time.perf_counter()
 
 
 def _authorised(request: web.Request) -> bool:
@@ -211,6 +221,7 @@ async def agent(request: web.Request) -> web.StreamResponse:
         if shape == "json":
             if answer.slow:
                 await asyncio.sleep(options.slow_work_s)
+            _mark_first_write(request)
             return web.json_response({"text": answer.first + answer.rest})
         sse = shape == "sse"
         response = web.StreamResponse(
@@ -223,6 +234,7 @@ async def agent(request: web.Request) -> web.StreamResponse:
                 await _slow_work(response, options, sse=sse)
             async for word in _words(part, options.word_delay_s):
                 payload = f"data: {json.dumps({'delta': word})}\n\n" if sse else word
+                _mark_first_write(request)
                 await response.write(payload.encode())
         if sse:
             await response.write(b"data: [DONE]\n\n")
@@ -302,6 +314,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     async def stream() -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
+        _mark_first_write(request)
         await response.write(_chunk(cid, model, {"role": "assistant", "content": ""}))
         if call is not None:
             name, args = call
@@ -341,6 +354,7 @@ async def ollama_chat(request: web.Request) -> web.StreamResponse:
         await response.prepare(request)
         async for word in _words(answer.first + answer.rest, request.app[OPTIONS].word_delay_s):
             line = {"model": model, "message": {"role": "assistant", "content": word}, "done": False}
+            _mark_first_write(request)
             await response.write((json.dumps(line) + "\n").encode())
         await response.write((json.dumps({"model": model, "done": True, "done_reason": "stop",
                                           "message": {"role": "assistant", "content": ""}}) + "\n").encode())
@@ -358,6 +372,7 @@ async def assist(request: web.Request) -> web.StreamResponse:
         return web.json_response({"message": "text required"}, status=400)
     conversation_id = str(body.get("conversation_id") or uuid.uuid4().hex)
     answer = think(request.app[STATE], {"text": body["text"], "session_id": conversation_id})
+    _mark_first_write(request)
     return web.json_response({
         "conversation_id": conversation_id,
         "response": {"response_type": "action_done", "language": body.get("language", "en"),

@@ -14,7 +14,7 @@ import asyncio
 import codecs
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -129,6 +129,7 @@ async def _stream_sse(
             if event is None:
                 continue
             if event.data.strip() == "[DONE]":
+                await transport.finish(response, deadline=deadline)
                 done = True
                 break
             delta = sse_delta(event.data)
@@ -196,7 +197,7 @@ class HttpAgentClient(AgentClient):
     def _headers(self) -> dict[str, str]:
         return {"Accept": "text/event-stream, text/plain, application/json", **bearer(self._config.api_key)}
 
-    async def _stream(self, turn: UserTurn) -> AsyncIterator[str]:
+    async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._config.timeout_ms / 1000
         body = self.build_body(turn)

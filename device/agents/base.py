@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -148,7 +148,7 @@ class AgentClient(abc.ABC):
         return self.history[-self._history_turns :]
 
     @abc.abstractmethod
-    def _stream(self, turn: UserTurn) -> AsyncIterator[str]:
+    def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
         """The provider's own request: yield reply text deltas."""
 
     async def aclose(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from edgevoice.device.agents.agent_http import reply_limit_bytes
@@ -61,7 +61,7 @@ class HomeAssistantClient(AgentClient):
             body["conversation_id"] = self.conversation_id
         return body
 
-    async def _stream(self, turn: UserTurn) -> AsyncIterator[str]:
+    async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
         deadline = asyncio.get_running_loop().time() + self._config.timeout_ms / 1000
         session_id = self.session_id
         async with self._transport.post(

@@ -166,6 +166,19 @@ class HttpTransport:
         except Exception as err:
             raise self.wrap(err, what=what, url=str(response.url), started=True) from err
 
+    async def finish(self, response: aiohttp.ClientResponse, *, deadline: float) -> None:
+        """After an in-band end marker ([DONE], done): read the body's last bytes for a
+        moment so the connection goes back to the pool instead of being closed."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout_at(min(deadline, loop.time() + 0.05)):
+                while await response.content.readany():
+                    pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the reply is complete; a slow tail only costs the pooled connection
+            return
+
     async def read_all(
         self, response: aiohttp.ClientResponse, *, deadline: float, limit_bytes: int, what: str
     ) -> bytes:

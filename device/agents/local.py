@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -154,7 +154,7 @@ class LocalAgentClient(AgentClient):
         text = compose(intent, rest, name=self._config.name, now=self._now(), last_user=last_user)
         return LocalReply(intent, text)
 
-    async def _stream(self, turn: UserTurn) -> AsyncIterator[str]:
+    async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
         reply = self.answer(turn)
         if reply.intent is Intent.STOP and self._actions is not None:
             await self._actions.end_conversation()

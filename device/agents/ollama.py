@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from edgevoice.device.agents.base import AgentClient, UserTurn
@@ -73,7 +73,7 @@ class OllamaClient(AgentClient):
             body["options"] = options
         return body
 
-    async def _stream(self, turn: UserTurn) -> AsyncIterator[str]:
+    async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
         deadline = asyncio.get_running_loop().time() + self._config.timeout_ms / 1000
         body = self.build_body(turn)
         for attempt in (1, 2):
@@ -106,6 +106,7 @@ class OllamaClient(AgentClient):
                         if text:
                             yield text
                         if done:
+                            await self._transport.finish(response, deadline=deadline)
                             return
                     if not chunk:
                         raise AgentBadReplyError(f"{WHAT} ended the stream without a 'done' line")

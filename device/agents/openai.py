@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,7 @@ class OpenAiClient(AgentClient):
             body["reasoning_effort"] = self._config.reasoning_effort
         return body
 
-    async def _stream(self, turn: UserTurn) -> AsyncIterator[str]:
+    async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
         deadline = asyncio.get_running_loop().time() + self._config.timeout_ms / 1000
         messages = chat_messages(system_text(self._llm, turn), self.recent_history(), turn.text)
         for _round in range(self._llm.max_tool_rounds + 1):
@@ -226,6 +226,7 @@ class OpenAiClient(AgentClient):
                     continue
                 data = event.data.strip()
                 if data == "[DONE]":
+                    await self._transport.finish(response, deadline=deadline)
                     return
                 try:
                     parsed = json.loads(data)

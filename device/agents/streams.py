@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass
+
+_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class LineBuffer:
@@ -27,27 +30,15 @@ class LineBuffer:
         return lines
 
     def _split(self) -> list[str]:
-        lines: list[str] = []
         text = self._text
         if self._pending_cr and text.startswith("\n"):
-            text = text[1:]
+            text = text[1:]  # the \n of a \r\n split across two feeds
         self._pending_cr = False
-        start = 0
-        i = 0
-        while i < len(text):
-            char = text[i]
-            if char in "\r\n":
-                lines.append(text[start:i])
-                if char == "\r":
-                    if i + 1 < len(text):
-                        if text[i + 1] == "\n":
-                            i += 1
-                    else:
-                        self._pending_cr = True
-                start = i + 1
-            i += 1
-        self._text = text[start:]
-        return lines
+        parts = _BREAK.split(text)
+        self._text = parts.pop()
+        if self._text == "" and text.endswith("\r"):
+            self._pending_cr = True
+        return parts
 
 
 @dataclass(frozen=True, slots=True)
