@@ -20,11 +20,14 @@ from edgevoice.errors import EdgeVoiceError
 _LOGGER = logging.getLogger(__name__)
 
 COMMANDS = (
+    "edgevoice.device.cli.run_cmd",
+    "edgevoice.device.cli.demo_cmd",
     "edgevoice.device.cli.config_cmd",
     "edgevoice.device.cli.say_cmd",
     "edgevoice.device.cli.models_cmd",
     "edgevoice.device.cli.provision_cmd",
     "edgevoice.device.cli.chat_cmd",
+    "edgevoice.device.cli.fleet_cmd",
 )
 
 

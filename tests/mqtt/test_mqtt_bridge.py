@@ -11,38 +11,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
 from support.mosquitto import Broker, password_of
-from support.mqtt_fakes import FakeTarget, Observer, await_until, device_config, mqtt_config
+from support.mqtt_fakes import Observer, await_until, running_device
 
-from edgevoice.device.events import EventBus, EventType
-from edgevoice.device.mqtt import MqttBridge
-from edgevoice.device.mqtt.telemetry import TelemetrySource
-
-
-@asynccontextmanager
-async def device(
-    broker: Broker, user: str, tmp_path: Path, *, group: str = "", name: str = "",
-    source: TelemetrySource | None = None, wait: bool = True, **cfg: Any,
-) -> AsyncIterator[tuple[MqttBridge, FakeTarget, EventBus]]:
-    bus = EventBus()
-    bus.bind(asyncio.get_running_loop())
-    target = FakeTarget(bus, tmp_path / f"{user}.toml")
-    bridge = MqttBridge(mqtt_config(broker, user, **cfg), device_config(group, name), user, bus, target,
-                        source)
-    await bridge.start()
-    try:
-        if wait:
-            assert await await_until(lambda: bridge.connected), broker.log
-        yield bridge, target, bus
-    finally:
-        await bridge.stop()
+from edgevoice.device.events import EventType
 
 
 @pytest.fixture
@@ -70,7 +47,7 @@ async def request(obs: Observer, topic: str, body: Any, reply: str = "edgevoice/
 
 async def test_status_online_retained_then_offline_on_stop(broker: Broker, observer: Observer,
                                                           tmp_path: Path) -> None:
-    async with device(broker, "dev1", tmp_path, group="kitchen", name="Kitchen"):
+    async with running_device(broker, "dev1", tmp_path, group="kitchen", name="Kitchen"):
         observer.subscribe("edgevoice/dev1/status")  # subscribed after: proves retain
         online = (await observer.await_on("edgevoice/dev1/status"))[0]
         assert online.retain
@@ -112,7 +89,7 @@ def test_last_will_when_the_device_process_is_killed(broker: Broker, observer: O
 
 async def test_state_is_retained_and_republished_on_change(broker: Broker, observer: Observer,
                                                           tmp_path: Path) -> None:
-    async with device(broker, "dev1", tmp_path) as (_, target, _bus):
+    async with running_device(broker, "dev1", tmp_path) as (_, target, _bus):
         await asyncio.sleep(0.1)
         observer.subscribe("edgevoice/dev1/state")
         first = (await observer.await_on("edgevoice/dev1/state"))[0]
@@ -135,7 +112,7 @@ async def test_telemetry_carries_system_runtime_and_last_turn(broker: Broker, ob
     counters = {"turns": 3, "barge_ins": 1, "echo_reduction_db": 31.5,
                 "latency_ms": {"asr_final": {"p50": 120, "p95": 200}}}
     observer.subscribe("edgevoice/dev1/telemetry")
-    async with device(broker, "dev1", tmp_path, source=lambda: counters) as (_, _t, bus):
+    async with running_device(broker, "dev1", tmp_path, source=lambda: counters) as (_, _t, bus):
         bus.emit(EventType.METRICS_TURN, voice_to_voice_ms=640.0)
         hits = await observer.await_for(
             lambda m: m.topic == "edgevoice/dev1/telemetry" and m.json()["last_turn"] is not None, count=1
@@ -155,14 +132,14 @@ async def test_telemetry_carries_system_runtime_and_last_turn(broker: Broker, ob
 async def test_events_withhold_transcripts_unless_enabled(broker: Broker, observer: Observer,
                                                           tmp_path: Path) -> None:
     observer.subscribe("edgevoice/+/event")
-    async with device(broker, "dev1", tmp_path) as (_, _t, bus):
+    async with running_device(broker, "dev1", tmp_path) as (_, _t, bus):
         bus.emit(EventType.TRANSCRIPT_USER, text="my secret")
         bus.emit(EventType.REPLY_DONE, status="interrupted", heard_text="half a sentence")
         done = (await observer.await_on("edgevoice/dev1/event"))[0].json()
         assert done["type"] == "reply.done" and done["status"] == "interrupted"
         assert "heard_text" not in done
         assert all(b"secret" not in m.payload for m in observer.messages)
-    async with device(broker, "dev2", tmp_path, publish_transcripts=True) as (_, _t, bus):
+    async with running_device(broker, "dev2", tmp_path, publish_transcripts=True) as (_, _t, bus):
         bus.emit(EventType.TRANSCRIPT_USER, text="say it")
         said = (await observer.await_on("edgevoice/dev2/event"))[0].json()
         assert said == {**said, "type": "transcript.user", "text": "say it"}
@@ -171,7 +148,7 @@ async def test_events_withhold_transcripts_unless_enabled(broker: Broker, observ
 async def test_every_command_over_mqtt5_request_response(broker: Broker, observer: Observer,
                                                           tmp_path: Path) -> None:
     (tmp_path / "dev1.toml").write_text('[agent]\napi_key = "sk-secret"\n')
-    async with device(broker, "dev1", tmp_path) as (_, target, _bus):
+    async with running_device(broker, "dev1", tmp_path) as (_, target, _bus):
         cmd = "edgevoice/dev1/cmd/"
         ping = await request(observer, cmd + "ping", {"id": "p1"})
         assert ping["ok"] and ping["id"] == "p1" and ping["device"] == "dev1"
@@ -231,7 +208,7 @@ async def test_bad_commands_answer_a_stable_code_and_change_nothing(  # noqa: PL
     config_file = tmp_path / "dev1.toml"
     config_file.write_text("[audio]\nvolume = 0.8\n")
     before = config_file.read_bytes()
-    async with device(broker, "dev1", tmp_path) as (_, target, _bus):
+    async with running_device(broker, "dev1", tmp_path) as (_, target, _bus):
         answer = await request(observer, f"edgevoice/dev1/cmd/{command}", body)
         assert answer["ok"] is False
         assert answer["error"]["code"] == code, answer
@@ -243,7 +220,7 @@ async def test_bad_commands_answer_a_stable_code_and_change_nothing(  # noqa: PL
 
 async def test_commands_are_rate_limited_per_device(broker: Broker, observer: Observer,
                                                     tmp_path: Path) -> None:
-    async with device(broker, "dev1", tmp_path, command_rate=0.01, command_burst=3):
+    async with running_device(broker, "dev1", tmp_path, command_rate=0.01, command_burst=3):
         answers = [await request(observer, "edgevoice/dev1/cmd/ping", {"id": i}) for i in range(5)]
     assert [a["ok"] for a in answers] == [True, True, True, False, False]
     assert answers[3]["error"]["code"] == "rate_limited"
@@ -254,7 +231,7 @@ async def test_mqtt311_answers_on_cmd_result_with_the_request_id(broker: Broker,
     old = Observer(broker, protocol=mqtt.MQTTv311)
     try:
         old.subscribe("edgevoice/dev1/cmd_result")
-        async with device(broker, "dev1", tmp_path, protocol="3.1.1") as (bridge, target, _bus):
+        async with running_device(broker, "dev1", tmp_path, protocol="3.1.1") as (bridge, target, _bus):
             assert bridge.connection.client.protocol == mqtt.MQTTv311
             old.publish("edgevoice/dev1/cmd/say", {"id": "r-7", "text": "from 3.1.1"})
             answer = (await old.await_on("edgevoice/dev1/cmd_result"))[0].json()
@@ -268,7 +245,7 @@ async def test_v5_request_without_response_topic_answers_on_cmd_result(
     broker: Broker, observer: Observer, tmp_path: Path
 ) -> None:
     observer.subscribe("edgevoice/dev1/cmd_result")
-    async with device(broker, "dev1", tmp_path):
+    async with running_device(broker, "dev1", tmp_path):
         observer.publish("edgevoice/dev1/cmd/ping", {"id": "plain"})
         answer = (await observer.await_on("edgevoice/dev1/cmd_result"))[0].json()
         assert answer["id"] == "plain" and answer["ok"]
@@ -277,9 +254,9 @@ async def test_v5_request_without_response_topic_answers_on_cmd_result(
 async def test_group_and_all_addressing(broker: Broker, observer: Observer, tmp_path: Path) -> None:
     observer.subscribe("edgevoice/+/cmd_result")
     async with (
-        device(broker, "dev1", tmp_path, group="kitchen") as (_, t1, _b1),
-        device(broker, "dev2", tmp_path, group="kitchen") as (_, t2, _b2),
-        device(broker, "dev3", tmp_path, group="hall") as (_, t3, _b3),
+        running_device(broker, "dev1", tmp_path, group="kitchen") as (_, t1, _b1),
+        running_device(broker, "dev2", tmp_path, group="kitchen") as (_, t2, _b2),
+        running_device(broker, "dev3", tmp_path, group="hall") as (_, t3, _b3),
     ):
         observer.publish("edgevoice/group/kitchen/cmd/say", {"id": "g", "text": "kitchen only"})
         answers = await observer.await_for(lambda m: m.json().get("id") == "g", count=2)
@@ -297,7 +274,7 @@ async def test_foreign_topics_give_nothing(broker: Broker, observer: Observer, t
     spy = Observer(broker, "dev2")  # a device's credentials trying another's topics
     try:
         spy.subscribe("edgevoice/dev1/#", "edgevoice/+/cmd_result", "edgevoice/reply/#")
-        async with device(broker, "dev1", tmp_path) as (bridge, target, _bus):
+        async with running_device(broker, "dev1", tmp_path) as (bridge, target, _bus):
             assert set(bridge.topics.subscriptions()) == {"edgevoice/dev1/cmd/+", "edgevoice/all/cmd/+"}
             spy.publish("edgevoice/dev1/cmd/say", {"text": "pwned"})
             spy.publish("edgevoice/dev3/cmd/say", {"text": "pwned"})
@@ -322,7 +299,7 @@ async def test_broker_restart_reconnects_and_loses_only_what_it_reports(
     watcher = Observer(broker, persistent_session=True)
     try:
         watcher.subscribe("edgevoice/dev1/event", "edgevoice/dev1/status")
-        async with device(broker, "dev1", tmp_path, queue_size=5, telemetry_interval_s=3600,
+        async with running_device(broker, "dev1", tmp_path, queue_size=5, telemetry_interval_s=3600,
                           reconnect_min_s=0.1, reconnect_max_s=0.4) as (bridge, _t, bus):
             await asyncio.sleep(0.2)  # the first telemetry and state are out
             await asyncio.to_thread(broker.stop)
@@ -353,11 +330,11 @@ async def test_tls_with_the_right_ca_connects_and_a_wrong_ca_is_refused(
     broker: Broker, observer: Observer, tmp_path: Path
 ) -> None:
     observer.subscribe("edgevoice/+/status")
-    async with device(broker, "dev1", tmp_path, tls=True) as (bridge, _t, _b):
+    async with running_device(broker, "dev1", tmp_path, tls=True) as (bridge, _t, _b):
         assert bridge.connection.address.tls
         assert (await observer.await_on("edgevoice/dev1/status"))[0].json()["state"] == "online"
         assert (await request(observer, "edgevoice/dev1/cmd/ping", {}))["ok"]
-    async with device(broker, "dev2", tmp_path, tls=True, wait=False,
+    async with running_device(broker, "dev2", tmp_path, tls=True, wait=False,
                       ca_file=str(broker.pki.wrong_ca_file)) as (bridge, _t, _b):
         await asyncio.sleep(1.0)
         assert not bridge.connected
@@ -366,7 +343,7 @@ async def test_tls_with_the_right_ca_connects_and_a_wrong_ca_is_refused(
 
 
 async def test_home_assistant_discovery(broker: Broker, observer: Observer, tmp_path: Path) -> None:
-    async with device(broker, "dev1", tmp_path, name="Kitchen", homeassistant_discovery=True) as (
+    async with running_device(broker, "dev1", tmp_path, name="Kitchen", homeassistant_discovery=True) as (
         _, target, _bus
     ):
         observer.subscribe("homeassistant/#")

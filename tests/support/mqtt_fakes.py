@@ -8,7 +8,8 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ from edgevoice.device.config.loader import build_config, read_toml, revision, to
 from edgevoice.device.config.persist import persist_patch
 from edgevoice.device.config.schema import DeviceConfig, MqttConfig
 from edgevoice.device.events import EventBus, EventType
+from edgevoice.device.mqtt import MqttBridge
 from edgevoice.device.mqtt.commands import CommandTarget
+from edgevoice.device.mqtt.telemetry import TelemetrySource
 from edgevoice.errors import EdgeVoiceError
 
 
@@ -180,7 +183,7 @@ class Observer:
                 raise TimeoutError("no SUBACK")
 
     def publish(self, topic: str, payload: Any, *, response_topic: str | None = None,
-                correlation: bytes | None = None, qos: int = 1) -> None:
+                correlation: bytes | None = None, qos: int = 1, retain: bool = False) -> None:
         props = None
         if response_topic is not None:
             props = Properties(PacketTypes.PUBLISH)
@@ -188,7 +191,7 @@ class Observer:
             if correlation is not None:
                 props.CorrelationData = correlation
         body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.client.publish(topic, body, qos, properties=props).wait_for_publish(5)
+        self.client.publish(topic, body, qos, retain, properties=props).wait_for_publish(5)
 
     def wait_for(self, predicate: Callable[[Received], bool], timeout_s: float = 5.0,
                  count: int = 1) -> list[Received]:
@@ -239,3 +242,22 @@ async def await_until(predicate: Callable[[], bool], timeout_s: float = 5.0) -> 
             return True
         await asyncio.sleep(0.01)
     return predicate()
+
+
+@asynccontextmanager
+async def running_device(
+    broker: Broker, user: str, tmp_path: Path, *, group: str = "", name: str = "",
+    source: TelemetrySource | None = None, wait: bool = True, **cfg: Any,
+) -> AsyncIterator[tuple[MqttBridge, FakeTarget, EventBus]]:
+    bus = EventBus()
+    bus.bind(asyncio.get_running_loop())
+    target = FakeTarget(bus, tmp_path / f"{user}.toml")
+    bridge = MqttBridge(mqtt_config(broker, user, **cfg), device_config(group, name), user, bus, target,
+                        source)
+    await bridge.start()
+    try:
+        if wait:
+            assert await await_until(lambda: bridge.connected), broker.log
+        yield bridge, target, bus
+    finally:
+        await bridge.stop()
