@@ -31,7 +31,8 @@ _LOGGER = logging.getLogger(__name__)
 
 
 def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str | Path | None = None) -> Any:
-    """A ``piper.PiperVoice`` whose onnxruntime session uses ``threads`` intra-op threads."""
+    """A ``piper.PiperVoice`` whose onnxruntime session uses ``threads`` intra-op threads
+    (0: onnxruntime's default)."""
     piper = require("piper", "speaking", "Piper TTS")
     ort = require("onnxruntime", "speaking", "Piper TTS")
     from piper.config import PiperConfig
@@ -47,8 +48,9 @@ def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str 
     try:
         config = PiperConfig.from_dict(json.loads(config_file.read_text(encoding="utf-8")))
         options = ort.SessionOptions()  # type: ignore[attr-defined]
-        options.intra_op_num_threads = max(1, int(threads))
-        options.inter_op_num_threads = 1
+        if threads > 0:  # 0: onnxruntime's default (one thread per core)
+            options.intra_op_num_threads = int(threads)
+            options.inter_op_num_threads = 1
         session = ort.InferenceSession(  # type: ignore[attr-defined]
             str(model), sess_options=options, providers=["CPUExecutionProvider"]
         )
