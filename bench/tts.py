@@ -156,7 +156,8 @@ async def run(runs: int, threads: int) -> None:
     print(f"{'measure':44} {'raw piper':>10} {'edgevoice':>10}")
     for label, a, b in rows:
         print(f"{label:44} {a:10.3f} {b:10.3f}" if "factor" in label else f"{label:44} {a:10.1f} {b:10.1f}")
-    print(f"{'sentence end -> TTS start, first (ms)':44} {'':>10} {statistics.median(d[0] for d in delays):10.2f}")
+    first_delay = statistics.median(d[0] for d in delays)
+    print(f"{'sentence end -> TTS start, first (ms)':44} {'':>10} {first_delay:10.2f}")
     print(f"{'sentence end -> TTS start, later, idle (ms)':44} {'':>10} "
           f"{statistics.median(d[1] for d in delays):10.2f}")
     if raw_default is not raw:
@@ -165,7 +166,8 @@ async def run(runs: int, threads: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
