@@ -158,3 +158,25 @@ async def test_heard_text_matches_recorded_audio_at_cut_points() -> None:
     driver.step((int(bounds[-1]) - written) // PERIOD + 2)
     outcome = await asyncio.wait_for(task, 10)
     assert outcome.heard_text == " ".join(SENTENCES)
+
+
+async def test_agent_failure_plays_what_was_queued_then_reports_failed() -> None:
+    speaker, replies, events = _setup()
+
+    async def agent() -> AsyncIterator[str]:
+        yield SENTENCES[0] + " "
+        yield "Half of a sec"
+        raise ConnectionResetError("agent went away")
+
+    driver = PlaybackDriver(speaker)
+    driver.start()
+    try:
+        outcome = await asyncio.wait_for(replies.speak(agent(), "u4"), 30)
+    finally:
+        driver.stop()
+    assert outcome.status is ReplyStatus.FAILED
+    assert outcome.heard_text == SENTENCES[0]
+    assert outcome.error is not None and outcome.error["code"] == "reply_failed"
+    done = events[-1]
+    assert done.type == "reply.done" and done.data["status"] == "failed"
+    assert done.data["heard_text"] == SENTENCES[0]
