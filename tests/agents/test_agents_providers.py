@@ -221,3 +221,24 @@ async def test_barge_in_closes_the_connection() -> None:
         await client.aclose()
     assert seen["session_id"] == client.session_id
     assert server.state.completed == 0
+
+
+@pytest.mark.parametrize("shape", ["sse", "text"])
+async def test_speak_first_sentence_arrives_before_the_slow_work(shape: str) -> None:
+    from edgevoice.audio.splitter import SentenceSplitter
+
+    async with example_server(shape=shape, slow_work_s=0.6, heartbeat_s=0.1) as server:
+        client = build_agent(make_config(llm={"provider": "agent"}, agent={"url": server.url + "/agent"}))
+        splitter = SentenceSplitter()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        first_sentence_at = None
+        try:
+            async for delta in client.reply(UserTurn("what's the weather")):
+                if first_sentence_at is None and splitter.feed(delta):
+                    first_sentence_at = loop.time() - started
+        finally:
+            await client.aclose()
+        total = loop.time() - started
+    assert first_sentence_at is not None and first_sentence_at < 0.3
+    assert total >= 0.6
