@@ -1,0 +1,105 @@
+"""Bulk-delay estimation between the reference (what the speaker was sent) and the mic.
+
+Pure numpy, no clock: fed one period of each at a time. Every ``hop`` it correlates the
+last ~256 ms of the microphone with the reference over all lags up to ``max_delay_ms``
+on 4 kHz decimated signals, averages the cross-spectra over time (so near-end speech and
+noise wash out) and picks the PHAT-weighted peak. A new delay is accepted only when the
+peak stands clearly above the rest; slow clock drift moves the peak and is followed.
+
+    est = DelayEstimator(max_delay_ms=500)
+    est.push(mic_period, reference_period)
+    est.delay_samples   # None until locked, then the delay at 16 kHz
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from edgevoice.audio.frames import SAMPLE_RATE
+
+_DECIMATE = 4
+_Floats = npt.NDArray[np.float64]
+
+
+class DelayEstimator:
+    """GCC-PHAT over decimated signals with a time-averaged cross-spectrum."""
+
+    def __init__(self, *, max_delay_ms: float = 500.0, window: int = 1024, hop_periods: int = 16,
+                 smoothing: float = 0.85, min_confidence: float = 6.0) -> None:
+        rate = SAMPLE_RATE // _DECIMATE
+        self._max_lag = int(max_delay_ms * rate / 1000)
+        self._window = window
+        self._hop = hop_periods
+        self._smoothing = smoothing
+        self._min_confidence = min_confidence
+        self._ref_len = window + self._max_lag
+        self._nfft = 1 << int(np.ceil(np.log2(self._ref_len + window)))
+        self._mic = np.zeros(window, dtype=np.float64)
+        self._ref = np.zeros(self._ref_len, dtype=np.float64)
+        self._cross = np.zeros(self._nfft // 2 + 1, dtype=np.complex128)
+        self._periods = 0
+        self._active_hops = 0
+        self.delay_samples: int | None = None
+        self.confidence = 0.0
+
+    def reset(self) -> None:
+        self._mic[:] = 0.0
+        self._ref[:] = 0.0
+        self._cross[:] = 0.0
+        self._periods = 0
+        self._active_hops = 0
+        self.delay_samples = None
+        self.confidence = 0.0
+
+    def push(self, mic: npt.NDArray[np.float32], reference: npt.NDArray[np.float32]) -> bool:
+        """Add one period (float samples); returns True when the estimate was refreshed."""
+        m = mic.reshape(-1, _DECIMATE).mean(axis=1)
+        r = reference.reshape(-1, _DECIMATE).mean(axis=1)
+        n = len(m)
+        self._mic[:-n] = self._mic[n:]
+        self._mic[-n:] = m
+        self._ref[:-n] = self._ref[n:]
+        self._ref[-n:] = r
+        self._periods += 1
+        if self._periods % self._hop:
+            return False
+        return self._estimate()
+
+    def _estimate(self) -> bool:
+        # Only the part of the reference the current mic window can echo matters.
+        ref_energy = float(np.dot(self._ref, self._ref))
+        if ref_energy < 1e-6 * self._ref_len:
+            return False
+        window = np.hanning(self._window)
+        mic_spec = np.fft.rfft(self._mic * window, self._nfft)
+        ref_spec = np.fft.rfft(self._ref, self._nfft)
+        self._cross *= self._smoothing
+        self._cross += (1.0 - self._smoothing) * np.conj(mic_spec) * ref_spec
+        self._active_hops += 1
+        weighted = self._cross / (np.abs(self._cross) + 1e-12)
+        corr = np.fft.irfft(weighted, self._nfft)[: self._max_lag + 1]
+        # corr[k] peaks at k = max_lag - delay (the reference window starts max_lag earlier).
+        score = np.abs(corr[::-1])
+        peak = int(np.argmax(score))
+        spread = float(np.median(score)) + 1e-12
+        self.confidence = float(score[peak]) / spread
+        if self._active_hops >= 3 and self.confidence >= self._min_confidence:
+            self.delay_samples = peak * _DECIMATE
+            return True
+        return False
+
+    @staticmethod
+    def decimated_lag_to_ms(lag: int) -> float:
+        return 1000.0 * lag / SAMPLE_RATE
+
+
+def estimate_delay(mic: _Floats, reference: _Floats, *, max_delay_ms: float = 500.0) -> int | None:
+    """Offline helper: run the estimator over whole recordings; delay in 16 kHz samples."""
+    est = DelayEstimator(max_delay_ms=max_delay_ms)
+    period = 160
+    n = min(len(mic), len(reference)) // period * period
+    for start in range(0, n, period):
+        end = start + period
+        est.push(mic[start:end].astype(np.float32), reference[start:end].astype(np.float32))
+    return est.delay_samples

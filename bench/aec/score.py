@@ -1,0 +1,44 @@
+"""Scores for one engine's output on one scenario (see bench/aec/bench.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+RATE = 16000
+_BLOCK = 320  # 20 ms
+
+
+def _span(a: float, b: float) -> slice:
+    return slice(int(a * RATE), int(b * RATE))
+
+
+def echo_removed_db(mic: np.ndarray, out: np.ndarray, spans: tuple[tuple[float, float], ...],
+                    latency: int) -> float:
+    """10 log10(mic power / output power) over the far-end-alone spans."""
+    aligned = out[latency:].astype(np.float64)
+    mic_e = out_e = 0.0
+    for a, b in spans:
+        s = _span(a, b)
+        m = mic[s].astype(np.float64)
+        o = aligned[s]
+        n = min(len(m), len(o))
+        mic_e += float(m[:n] @ m[:n])
+        out_e += float(o[:n] @ o[:n])
+    return 10.0 * float(np.log10(mic_e / max(out_e, 1e-9)))
+
+
+def near_loss_db(out: np.ndarray, out_near: np.ndarray, span: tuple[float, float]) -> float:
+    """How much of the near end the engine lost, against its own output on the near end
+    alone: per 20 ms block the least-squares gain of that output inside the real output
+    (echo residue is uncorrelated with it and does not count), weighted by energy."""
+    s = _span(*span)
+    a = out[s].astype(np.float64)
+    b = out_near[s].astype(np.float64)
+    n = min(len(a), len(b)) // _BLOCK * _BLOCK
+    a = a[:n].reshape(-1, _BLOCK)
+    b = b[:n].reshape(-1, _BLOCK)
+    eb = np.einsum("ij,ij->i", b, b)
+    keep = eb > eb.max() * 1e-4
+    gain = np.einsum("ij,ij->i", a, b)[keep] / eb[keep]
+    kept = float((np.minimum(gain, 1.0).clip(0.0) ** 2 * eb[keep]).sum())
+    return 10.0 * float(np.log10(float(eb[keep].sum()) / max(kept, 1e-12)))
