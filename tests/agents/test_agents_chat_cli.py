@@ -53,3 +53,14 @@ def test_chat_interactive_keeps_one_session(server: ThreadedExample) -> None:
     assert done.returncode == 0 and len(turns) == 2
     assert turns[0]["session_id"] == turns[1]["session_id"]
     assert turns[1]["reply"].startswith("It is ")
+
+
+def test_chat_interactive_local_start_over_and_stop() -> None:
+    done = chat("--json", "--set", "local.word_delay_ms=0",
+                stdin="hello\nstart over\nwhat did I say\nstop\nnever reached\n")
+    turns = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and len(turns) == 4  # "stop" ended the conversation
+    assert all(t["provider"] == "local" for t in turns)
+    assert turns[1]["session_id"] == turns[0]["session_id"] != turns[2]["session_id"]
+    assert turns[2]["reply"] == "You haven't said anything yet."
+    assert turns[3]["reply"] == "Okay, goodbye."
