@@ -90,6 +90,16 @@ pcm.evnull {
   slave.pcm "null"
   hint.description "edgevoice test null device"
 }
+pcm.evarray {
+  type multi
+  slaves.a { pcm "null" channels 2 }
+  slaves.b { pcm "null" channels 2 }
+  bindings.0 { slave a channel 0 }
+  bindings.1 { slave a channel 1 }
+  bindings.2 { slave b channel 0 }
+  bindings.3 { slave b channel 1 }
+  hint.description "edgevoice test 4-channel array that accepts nothing else"
+}
 """
 
 FORMAT_DTYPES = {"S16_LE": "<i2", "S32_LE": "<i4"}
@@ -121,6 +131,7 @@ class AlsaDevices:
                 f"OUTFILE={outfile},OUTCHANNELS={out_channels},OUTRATE={out_rate}")
 
     null = "evnull"
+    four_channels_only = "evarray"
 
 
 def write_raw(path: Path, frames: np.ndarray, fmt: str = "S16_LE") -> Path:
