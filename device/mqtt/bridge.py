@@ -19,13 +19,12 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
 
 from edgevoice import __version__
 from edgevoice.device.config.schema import DeviceConfig, MqttConfig
 from edgevoice.device.events import Event, EventBus, EventType
 from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter, CommandTarget
-from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing
+from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing, new_properties
 from edgevoice.device.mqtt.discovery import discovery_messages
 from edgevoice.device.mqtt.telemetry import TelemetrySource, build_telemetry, read_source
 from edgevoice.device.mqtt.topics import Topics
@@ -299,7 +298,7 @@ class MqttBridge:
             return
         body = _json(answer.as_dict(self.device_id))
         if response_topic and self.config.protocol == "5":
-            props = Properties(PacketTypes.PUBLISH)
+            props = new_properties(PacketTypes.PUBLISH)
             if correlation is not None:
                 props.CorrelationData = correlation
             self._connection.publish(Outgoing(response_topic, body, 1, False, props))

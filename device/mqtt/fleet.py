@@ -19,11 +19,10 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from edgevoice.device.config.schema import MqttConfig
-from edgevoice.device.mqtt.connection import connect_properties, make_client
+from edgevoice.device.mqtt.connection import connect_properties, make_client, new_properties
 from edgevoice.device.mqtt.topics import (
     all_command_topic,
     device_command_topic,
@@ -302,7 +301,7 @@ class FleetClient:
             self._subscribe([answer_topic], wait_s)
             props = None
             if v5:
-                props = Properties(PacketTypes.PUBLISH)
+                props = new_properties(PacketTypes.PUBLISH)
                 props.ResponseTopic = answer_topic
                 props.CorrelationData = request_id.encode()
             payload = json.dumps({"id": request_id, **(args or {})}).encode()
