@@ -83,29 +83,44 @@ class VoskEngine(AsrEngine):
     def set_grammar(self, phrases: Sequence[str]) -> None:
         if self._session is not None:
             raise AsrError("cannot change the grammar while a turn is being recognised")
-        self._new_recognizer(tuple(phrases))
+        grammar = tuple(phrases)
+        if grammar == self._grammar:
+            return
+        self._check_words(grammar)
+        # SetGrammar keeps the recognizer; "[]" restores the model's own (free-form) graph.
+        self._recognizer.SetGrammar(json.dumps(list(grammar), ensure_ascii=False))
+        self._grammar = grammar
+        if not grammar:
+            self._warm_up()
+
+    def _check_words(self, grammar: tuple[str, ...]) -> None:
+        missing = sorted({word for phrase in grammar for word in phrase.split()
+                          if self._model.vosk_model_find_word(word) < 0})
+        if missing:
+            _LOGGER.warning(
+                "vosk model %s does not know these grammar words, which cannot be recognised: %s",
+                self.model_name, " ".join(missing),
+            )
 
     def _new_recognizer(self, grammar: tuple[str, ...]) -> None:
         if grammar:
-            missing = sorted({word for phrase in grammar for word in phrase.split()
-                              if self._model.vosk_model_find_word(word) < 0})
-            if missing:
-                _LOGGER.warning(
-                    "vosk model %s does not know these grammar words, which cannot be recognised: %s",
-                    self.model_name, " ".join(missing),
-                )
+            self._check_words(grammar)
             recognizer = self._vosk.KaldiRecognizer(
                 self._model, SAMPLE_RATE, json.dumps(list(grammar), ensure_ascii=False)
             )
         else:
             recognizer = self._vosk.KaldiRecognizer(self._model, SAMPLE_RATE)
         recognizer.SetWords(True)
-        # Pay the first batch's cost now rather than in the first turn.
-        recognizer.AcceptWaveform(np.zeros(_WARM_UP_SAMPLES, dtype="<i2").tobytes())
-        recognizer.FinalResult()
         self._recognizer = recognizer
-        self._fed = _WARM_UP_SAMPLES
+        self._fed = 0
         self._grammar = grammar
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Pay part of a fresh decoding graph's first-batch cost now rather than in a turn."""
+        self._recognizer.AcceptWaveform(np.zeros(_WARM_UP_SAMPLES, dtype="<i2").tobytes())
+        self._recognizer.FinalResult()
+        self._fed += _WARM_UP_SAMPLES
 
     def start(self) -> AsrSession:
         if self._session is not None:
