@@ -23,6 +23,7 @@ COMMANDS = (
     "edgevoice.device.cli.run_cmd",
     "edgevoice.device.cli.demo_cmd",
     "edgevoice.device.cli.config_cmd",
+    "edgevoice.device.cli.aec_cmd",
     "edgevoice.device.cli.devices_cmd",
     "edgevoice.device.cli.say_cmd",
     "edgevoice.device.cli.models_cmd",
