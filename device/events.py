@@ -36,6 +36,7 @@ class EventType(StrEnum):
     TRANSCRIPT_AGENT = "transcript.agent"
     REPLY_DONE = "reply.done"
     BARGE_IN = "barge_in"
+    BARGE_IN_MODE = "barge_in.mode"
     STATE_CHANGED = "state.changed"
     BUTTON_PRESSED = "button.pressed"
     BUTTON_RELEASED = "button.released"

@@ -1,0 +1,88 @@
+"""Barge-in in the runtime: the pure detector (:mod:`edgevoice.audio.bargein`) fed from
+the front end's VAD windows and the echo canceller's view of the residual echo.
+
+The detector's clock is the sum of the window durations it is fed; every window of
+the stream is fed (with ``device_speaking`` false while nothing is in flight), so
+its clock is the audio clock and its speech onset is where the interrupting turn —
+pre-roll included — begins.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from edgevoice.audio.aec.base import EchoCanceller
+from edgevoice.audio.bargein import After, BargeInDetector, BargeInInput, Decision, Mode
+from edgevoice.audio.frames import SAMPLE_RATE, dbfs
+from edgevoice.device.config.schema import BargeInConfig
+from edgevoice.device.runtime.frontend import FrontResult
+
+_LOGGER = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class BargeIn:
+    onset_s: float
+
+
+class BargeInMonitor:
+    def __init__(self, detector: BargeInDetector, has_reference: bool = True,
+                 on_mode: Callable[[Mode], None] | None = None) -> None:
+        self.detector = detector
+        self.has_reference = has_reference
+        self.on_mode = on_mode
+        self.decisions: dict[str, int] = {}
+
+    @property
+    def mode(self) -> Mode:
+        return self.detector.mode
+
+    def update(self, result: FrontResult, *, in_reply: bool) -> BargeIn | None:
+        """Feed the frame's VAD windows; a :class:`BargeIn` when the person took over."""
+        aec = result.aec
+        residual = aec.residual_echo_dbfs if aec is not None else -120.0
+        reference_ok = self.has_reference and (aec is None or aec.reference_ok or not result.far_end_active)
+        taken: BargeIn | None = None
+        for window in result.windows:
+            update = self.detector.update(BargeInInput(
+                duration_ms=round(len(window.pcm) * 1000 / SAMPLE_RATE),
+                vad_probability=window.probability,
+                speech_dbfs=dbfs(window.pcm),
+                residual_echo_dbfs=residual,
+                device_speaking=in_reply,
+                reference_ok=reference_ok,
+            ))
+            if update.mode_changed:
+                _LOGGER.info("barge-in mode: %s", update.mode)
+                if self.on_mode is not None:
+                    self.on_mode(update.mode)
+            if update.decision is not Decision.NONE:
+                self.decisions[str(update.decision)] = self.decisions.get(str(update.decision), 0) + 1
+            if update.decision is Decision.BARGE_IN and taken is None:
+                onset_ms = update.speech_onset_ms if update.speech_onset_ms is not None else 0
+                taken = BargeIn(onset_ms / 1000.0)
+        return taken
+
+    def words(self, count: int) -> BargeIn | None:
+        update = self.detector.words(count)
+        if update.decision is Decision.BARGE_IN:
+            onset_ms = update.speech_onset_ms if update.speech_onset_ms is not None else 0
+            return BargeIn(onset_ms / 1000.0)
+        return None
+
+    def turn_finished(self, words: int) -> After:
+        """After a barge-in, once the interrupting utterance ended."""
+        return self.detector.turn_finished(words)
+
+    def reset(self) -> None:
+        self.detector.reset()
+
+
+def build_barge_in(config: BargeInConfig, canceller: EchoCanceller | None,
+                   on_mode: Callable[[Mode], None] | None = None) -> BargeInMonitor:
+    from edgevoice.device.aec_setup import build_barge_in as build_detector
+
+    has_reference = canceller is not None and canceller.name != "none"
+    return BargeInMonitor(build_detector(config), has_reference, on_mode)

@@ -1,0 +1,543 @@
+"""The conversation: hearing, the agent and speaking tied together by the state machine.
+
+Frames from the duplex loop go through the front end (echo canceller, VAD,
+endpointer, wake word, ASR) on its own thread; what it heard comes back here, on
+the event loop, and becomes inputs of the pure state machine
+(:mod:`.state`). Its actions are carried out here: a finished turn starts one
+reply task (agent request → sentence splitter → TTS → speaker); a barge-in, a
+button press, a mute or a reset cancels that task, and nothing of it survives —
+no late sentence, no orphaned request. What the person heard of an interrupted
+reply is what the agent's history keeps and what the next request carries as
+``interrupted_text``.
+
+Turns that start while the device is talking are candidates: the barge-in
+detector, fed the VAD's probabilities on the echo-cancelled signal, decides
+whether they are a person (the reply stops, and their words — pre-roll included —
+become the next turn) or the device's own echo (ignored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgevoice.audio.bargein import After
+from edgevoice.audio.earcons import Earcon, Earcons
+from edgevoice.audio.frames import DuplexFrame
+from edgevoice.audio.listener import (
+    FinalTranscript,
+    HearingEvent,
+    Listener,
+    PartialTranscript,
+    SpeechStarted,
+    SpeechStopped,
+    TurnDiscarded,
+    WakeWordDetected,
+)
+from edgevoice.audio.speaker import Speaker
+from edgevoice.device.agents import AgentClient, UserTurn
+from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.runtime.bargein import BargeInMonitor
+from edgevoice.device.runtime.frontend import FrontEnd, FrontResult
+from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
+from edgevoice.device.runtime.state import Action, Context, Input, ListenMode, State, transition
+from edgevoice.device.runtime.tasks import AudioClock, cancel_task
+from edgevoice.device.speaking import ReplyOutcome, ReplySpeaker, ReplyStatus
+
+_LOGGER = logging.getLogger(__name__)
+
+# A turn that began during the device's own speech, was never confirmed as a
+# barge-in, but went on this long after the reply ended, is the person's next turn.
+LATE_TURN_AFTER_REPLY_S = 0.3
+
+
+@dataclass(slots=True)
+class Turn:
+    """One user turn and the reply to it."""
+
+    timeline: TurnTimeline
+    accepted: bool = True  # False: began while the device spoke, not (yet) a barge-in
+    barge_in: bool = False  # this turn interrupted the previous reply
+    text: str = ""
+
+
+@dataclass(slots=True)
+class Counters:
+    turns: int = 0
+    barge_ins: int = 0
+    false_barge_ins: int = 0
+    discarded: int = 0
+    agent_errors: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSettings:
+    mode: ListenMode = ListenMode.ALWAYS
+    push_to_talk: bool = True
+    follow_up_s: float = 0.0
+    session_idle_reset_s: float = 300.0
+    failure_phrase: str = ""
+    log_transcripts: bool = False
+
+
+class Conversation:
+    def __init__(
+        self,
+        *,
+        bus: EventBus,
+        front: FrontEnd,
+        speaker: Speaker,
+        replies: ReplySpeaker,
+        agent: AgentClient,
+        earcons: Earcons,
+        barge_in: BargeInMonitor,
+        settings: ConversationSettings,
+        on_state: Callable[[State], None] | None = None,
+    ) -> None:
+        self.bus = bus
+        self.front = front
+        self.speaker = speaker
+        self.replies = replies
+        self.agent = agent
+        self.earcons = earcons
+        self.barge_in = barge_in
+        self.settings = settings
+        self.on_state = on_state
+        self.state = State.IDLE
+        self.clock = AudioClock()
+        self.counters = Counters()
+        self.percentiles = RunningPercentiles()
+        self.last_metrics: dict[str, Any] | None = None
+        self.levels: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+        self._turn: Turn | None = None  # the turn being heard (or the candidate)
+        self._reply_turn: Turn | None = None  # the turn whose reply is in flight
+        self._reply_task: asyncio.Task[None] | None = None
+        self._interrupted: ReplyOutcome | None = None
+        self._in_follow_up = False
+        self._reply_ended_at: float | None = None
+        self._last_activity = time.monotonic()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="edgevoice-frontend")
+        self._background: set[asyncio.Task[Any]] = set()
+        self._unsubscribe = bus.subscribe(self._on_bus_event)
+
+    # --- the loop -----------------------------------------------------------------------
+
+    async def run(self, frames: AsyncIterator[DuplexFrame]) -> None:
+        """Consume the duplex loop's frames until they end (or the task is cancelled)."""
+        loop = asyncio.get_running_loop()
+        idle = asyncio.create_task(self._idle_reset(), name="conversation-idle-reset")
+        try:
+            async for frame in frames:
+                self.clock.on_frame(frame.end_s)
+                result = await loop.run_in_executor(self._executor, self.front.process, frame)
+                await self._on_front(result)
+        finally:
+            await cancel_task(idle)
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._cancel_reply(reason="shutdown")
+        for task in list(self._background):
+            await cancel_task(task)
+        self._unsubscribe()
+        self._executor.shutdown(wait=True)
+        self.front.close()
+
+    @property
+    def context(self) -> Context:
+        return Context(self.settings.mode, self._in_follow_up, self.settings.push_to_talk)
+
+    # --- inputs from outside (button, MQTT, agent tools) ------------------------------------
+
+    async def button_pressed(self) -> None:
+        if self.settings.mode is ListenMode.BUTTON:
+            self.front.control(lambda listener: listener.button_pressed())
+        elif self.state is State.IDLE:
+            self.front.control(lambda listener: listener.start_turn_now())
+        await self.feed(Input.BUTTON_PRESS, onset=self.clock.now())
+
+    async def button_released(self) -> None:
+        await self.feed(Input.BUTTON_RELEASE)
+
+    async def reset(self, *, quiet: bool = False) -> None:
+        await self.feed(Input.RESET, quiet=quiet)
+
+    async def set_muted(self, muted: bool) -> None:
+        await self.feed(Input.MUTE if muted else Input.UNMUTE)
+
+    @property
+    def muted(self) -> bool:
+        return self.state is State.MUTED
+
+    async def interrupt(self) -> bool:
+        """Stop the reply in flight, as a button press would. Returns whether one was."""
+        if self.state not in (State.THINKING, State.SPEAKING):
+            return False
+        async with self._lock:
+            await self._interrupt(onset=self.clock.now(), reason="command")
+            self._set_state(State.IDLE)
+        return True
+
+    async def say(self, text: str) -> None:
+        """Speak ``text`` now (not a reply to a turn): MQTT ``say``, greetings, failures."""
+        await self.feed(Input.SAY, text=text)
+
+    # --- the state machine ----------------------------------------------------------------
+
+    async def feed(self, event: Input, **data: Any) -> None:
+        async with self._lock:
+            await self._feed_locked(event, **data)
+
+    async def _feed_locked(self, event: Input, **data: Any) -> None:
+        result = transition(self.state, event, self.context)
+        if result.ignored:
+            _LOGGER.debug("%s ignored in %s", event, self.state)
+            return
+        previous = self.state
+        for action in result.actions:
+            await self._act(action, event, data)
+        self._set_state(result.state)
+        if previous is not result.state:
+            _LOGGER.debug("%s: %s -> %s", event, previous, result.state)
+
+    def _set_state(self, state: State) -> None:
+        if state is self.state:
+            return
+        previous, self.state = self.state, state
+        if state is State.MUTED:
+            self.front.control(lambda listener: listener.set_enabled(False))
+        elif previous is State.MUTED:
+            self.front.control(lambda listener: listener.set_enabled(True))
+        self.bus.emit(EventType.STATE_CHANGED, state=str(state), previous=str(previous))
+        if self.on_state is not None:
+            self.on_state(state)
+
+    async def _act(self, action: Action, event: Input, data: dict[str, Any]) -> None:
+        if action is Action.START_TURN:
+            if event is Input.BARGE_IN and self._turn is not None:
+                return  # the candidate turn that interrupted becomes the turn
+            self._turn = Turn(TurnTimeline(_new_id("turn")))
+            if "onset" in data:
+                self._turn.timeline.mark(Mark.SPEECH_STARTED, data["onset"])
+        elif action is Action.SEND_TURN:
+            turn = self._turn
+            assert turn is not None
+            self._turn = None
+            self._start_reply(turn, data["final"])
+        elif action is Action.CANCEL_REPLY:
+            await self._interrupt(onset=data.get("onset", self.clock.now()), reason=str(event))
+        elif action is Action.ABANDON_TURN:
+            self._turn = None
+            self.front.control(lambda listener: listener.set_enabled(False) + listener.set_enabled(True))
+        elif action is Action.STOP_TURN:
+            self.front.control(lambda listener: listener.button_released())
+        elif action is Action.START_SAY:
+            self._start_say(str(data.get("text", "")))
+        elif action is Action.RESET_SESSION:
+            self.agent.reset_session()
+            self._interrupted = None
+            self._in_follow_up = False
+            self.bus.emit(EventType.SESSION_RESET, session_id=self.agent.session_id,
+                          reason=str(event))
+        elif action is Action.EARCON_WAKE:
+            self.earcons.play(Earcon.WAKE)
+        elif action is Action.EARCON_ERROR:
+            self.earcons.play(Earcon.ERROR)
+        elif action is Action.EARCON_RESET and not data.get("quiet"):
+            self.earcons.play(Earcon.RESET)
+        self._last_activity = time.monotonic()
+
+    # --- what the front end heard -----------------------------------------------------------
+
+    async def _on_front(self, result: FrontResult) -> None:
+        self.levels = {
+            "input_dbfs": round(result.mic_dbfs, 1),
+            "clean_dbfs": round(result.clean_dbfs, 1),
+        }
+        if result.aec is not None:
+            self.levels["aec_erle_db"] = result.aec.erle_db
+            self.levels["aec_delay_ms"] = result.aec.delay_ms
+            self.levels["aec_reference_ok"] = result.aec.reference_ok
+        for event in result.events:
+            await self._on_hearing(event)
+        taken = self.barge_in.update(result, in_reply=self.state in (State.THINKING, State.SPEAKING))
+        if taken is not None:
+            await self._take_barge_in(taken.onset_s)
+
+    async def _on_hearing(self, event: HearingEvent) -> None:
+        if isinstance(event, SpeechStarted):
+            self.bus.emit(EventType.SPEECH_STARTED, audio_s=round(event.t, 3))
+            if self.state in (State.THINKING, State.SPEAKING):
+                self._turn = Turn(TurnTimeline(_new_id("turn")), accepted=False)
+                self._turn.timeline.mark(Mark.SPEECH_STARTED, event.t)
+            elif self.state is State.LISTENING and self._turn is not None:
+                self._turn.timeline.mark(Mark.SPEECH_STARTED, event.t)
+            else:
+                await self.feed(Input.SPEECH_STARTED, onset=event.t)
+        elif isinstance(event, SpeechStopped):
+            self.bus.emit(EventType.SPEECH_STOPPED, audio_s=round(event.t, 3),
+                          detected_s=round(event.detected, 3), reason=event.reason)
+            if self._turn is not None:
+                self._turn.timeline.mark(Mark.SPEECH_END, event.t)
+                self._turn.timeline.mark(Mark.ENDPOINT, event.detected)
+        elif isinstance(event, WakeWordDetected):
+            self.bus.emit(EventType.WAKE_WORD, name=event.name, audio_s=round(event.t, 3),
+                          probability=round(event.probability, 3))
+            await self.feed(Input.WAKE_WORD)
+        elif isinstance(event, PartialTranscript):
+            turn = self._turn
+            if turn is not None and not turn.accepted:
+                taken = self.barge_in.words(len(event.text.split()))
+                if taken is not None:
+                    await self._take_barge_in(taken.onset_s)
+            elif turn is not None:
+                self.bus.emit(EventType.TRANSCRIPT_USER_DELTA, text=event.text)
+        elif isinstance(event, FinalTranscript):
+            await self._on_final(event)
+        elif isinstance(event, TurnDiscarded):
+            await self._on_discarded(event)
+
+    async def _on_final(self, final: FinalTranscript) -> None:
+        turn = self._turn
+        if turn is None:
+            return
+        if not turn.accepted:
+            # Began while the device spoke and was never confirmed as a barge-in: it is the
+            # person's turn only if they went on talking after the reply had ended.
+            ended = self._reply_ended_at
+            if self.state in (State.THINKING, State.SPEAKING) or ended is None or (
+                final.end - ended < LATE_TURN_AFTER_REPLY_S
+            ):
+                _LOGGER.debug("ignoring %d words heard while speaking (echo or backchannel)",
+                              len(final.words))
+                self._turn = None
+                return
+            turn.accepted = True
+            await self.feed(Input.SPEECH_STARTED, onset=final.start)
+            if self._turn is not turn and self._turn is not None:
+                self._turn.timeline.marks.update(turn.timeline.marks)
+                turn = self._turn
+        if turn.barge_in:
+            self.barge_in.turn_finished(len(final.words))
+        turn.text = final.text
+        turn.timeline.mark(Mark.ASR_FINAL, self.clock.now())
+        self.counters.turns += 1
+        words = [
+            {"word": w.word, "conf": round(w.conf, 3), "start": round(w.start, 3), "end": round(w.end, 3)}
+            for w in final.words
+        ]
+        self.bus.emit(EventType.TRANSCRIPT_USER, text=final.text, words=words,
+                      low_confidence=final.low_confidence, confidence=round(final.confidence, 3),
+                      start_s=round(final.start, 3), end_s=round(final.end, 3))
+        if self.settings.log_transcripts:
+            _LOGGER.info("user said: %s", final.text)
+        await self.feed(Input.TURN_FINAL, final=final)
+
+    async def _on_discarded(self, discarded: TurnDiscarded) -> None:
+        turn = self._turn
+        if turn is None:
+            return
+        self._turn = None
+        if not turn.accepted:
+            return
+        self.counters.discarded += 1
+        self.bus.emit(EventType.TURN_DISCARDED, reason=discarded.reason,
+                      audio_s=round(discarded.t, 3))
+        await self.feed(Input.TURN_DISCARDED)
+        if turn.barge_in:
+            self.counters.false_barge_ins += 1
+            if self.barge_in.turn_finished(0) is After.RESUME:
+                await self._resume_after_false_barge_in()
+
+    async def _take_barge_in(self, onset_s: float) -> None:
+        if self.state not in (State.THINKING, State.SPEAKING):
+            return
+        turn = self._turn
+        if turn is None or turn.accepted:
+            # The VAD heard a person but the listener has no turn open (wake word mode
+            # while speaking): open one from the onset, pre-roll included.
+            turn = Turn(TurnTimeline(_new_id("turn")))
+            turn.timeline.mark(Mark.SPEECH_STARTED, onset_s)
+            self._turn = turn
+            self.front.control(lambda listener: listener.start_turn_now())
+        turn.accepted = True
+        turn.barge_in = True
+        self.counters.barge_ins += 1
+        self.bus.emit(EventType.BARGE_IN, onset_s=round(onset_s, 3),
+                      detected_s=round(self.clock.now(), 3))
+        await self.feed(Input.BARGE_IN, onset=onset_s)
+
+    async def _resume_after_false_barge_in(self) -> None:
+        interrupted = self._interrupted
+        if interrupted is None:
+            return
+        rest = remaining_text(interrupted.text, interrupted.heard_text)
+        if rest:
+            _LOGGER.info("false barge-in (no words): resuming the interrupted reply")
+            await self.say(rest)
+
+    # --- replies ---------------------------------------------------------------------------
+
+    def _start_reply(self, turn: Turn, final: FinalTranscript) -> None:
+        user = UserTurn(text=final.text, low_confidence=final.low_confidence)
+        self.barge_in.reset()
+        self._reply_turn = turn
+        self._reply_ended_at = None
+        self._interrupted = None
+        self._reply_task = asyncio.create_task(
+            self._run_reply(turn, self._agent_stream(turn, user)), name=f"reply-{turn.timeline.turn_id}"
+        )
+
+    def _start_say(self, text: str) -> None:
+        turn = Turn(TurnTimeline(_new_id("say")))
+        self._reply_turn = turn
+        self._reply_ended_at = None
+        self._reply_task = asyncio.create_task(
+            self._run_reply(turn, _once(text), record=False), name=f"say-{turn.timeline.turn_id}"
+        )
+
+    async def _agent_stream(self, turn: Turn, user: UserTurn) -> AsyncIterator[str]:
+        turn.timeline.mark(Mark.REQUEST_SENT, self.clock.now())
+        self.bus.emit(EventType.REPLY_REQUESTED, utterance_id=turn.timeline.turn_id,
+                      session_id=self.agent.session_id, provider=self.agent.provider)
+        async with contextlib.aclosing(self.agent.reply(user)) as deltas:
+            async for delta in deltas:
+                turn.timeline.mark(Mark.FIRST_TEXT, self.clock.now())
+                yield delta
+
+    async def _run_reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool = True) -> None:
+        outcome = await self.replies.speak(deltas, turn.timeline.turn_id)
+        self._mark_reply(turn, outcome)
+        if record:
+            self.agent.record_reply(heard_text=outcome.heard_text, interrupted=False)
+        self._reply_ended_at = self.clock.now()
+        self._reply_task = None
+        self._finish_metrics(turn, str(outcome.status))
+        if outcome.status is ReplyStatus.FAILED:
+            error = outcome.error or {"code": "reply_failed", "message": "the reply failed"}
+            code = error.get("code", "reply_failed")
+            self.counters.agent_errors[code] = self.counters.agent_errors.get(code, 0) + 1
+            self.bus.emit(EventType.ERROR, source="reply", **error)
+            await self.feed(Input.REPLY_FAILED)
+            if record and self.settings.failure_phrase:
+                await self.say(self.settings.failure_phrase)
+        else:
+            await self.feed(Input.REPLY_DONE)
+            if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0:
+                self.front.control(lambda listener: _none(listener.open_follow_up()))
+
+    async def _interrupt(self, *, onset: float, reason: str) -> None:
+        turn = self._reply_turn
+        task = self._reply_task
+        self._reply_task = None
+        self.speaker.drop()  # silence within one period, before anything else
+        await cancel_task(task)
+        outcome = self.replies.last_outcome
+        if turn is None or outcome is None or outcome.utterance_id != turn.timeline.turn_id:
+            return
+        self._interrupted = outcome
+        self._reply_ended_at = self.clock.now()
+        if not turn.timeline.turn_id.startswith("say"):
+            self.agent.record_reply(heard_text=outcome.heard_text, interrupted=True)
+        self._mark_reply(turn, outcome)
+        turn.timeline.mark(Mark.INTERRUPT_ONSET, onset)
+        latency = self.speaker.pending_samples() / 16000.0
+        turn.timeline.mark(Mark.PLAYBACK_STOPPED, self.clock.now() + latency)
+        self._finish_metrics(turn, "interrupted")
+        _LOGGER.info("reply %s interrupted (%s)", turn.timeline.turn_id, reason)
+
+    async def _cancel_reply(self, *, reason: str) -> None:
+        if self._reply_task is not None:
+            await self._interrupt(onset=self.clock.now(), reason=reason)
+
+    def _mark_reply(self, turn: Turn, outcome: ReplyOutcome) -> None:
+        timings = outcome.timings
+        for mark, stamp in (
+            (Mark.FIRST_SENTENCE, timings.first_sentence),
+            (Mark.FIRST_AUDIO, timings.first_audio),
+            (Mark.FIRST_PLAYED, timings.first_played),
+        ):
+            if stamp is not None:
+                turn.timeline.mark(mark, self.clock.at(stamp))
+
+    def _finish_metrics(self, turn: Turn, status: str) -> None:
+        if turn.timeline.status:
+            return
+        turn.timeline.status = status
+        data = turn.timeline.as_event()
+        self.percentiles.add(turn.timeline.stages_ms())
+        self.last_metrics = data
+        self.bus.emit(EventType.METRICS_TURN, **data)
+
+    def _on_bus_event(self, event: Event) -> None:
+        turn = self._reply_turn
+        if (
+            event.type == EventType.REPLY_STARTED
+            and turn is not None
+            and event.data.get("utterance_id") == turn.timeline.turn_id
+            and self.state is State.THINKING
+        ):
+            task = asyncio.ensure_future(self.feed(Input.REPLY_AUDIO_STARTED))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _idle_reset(self) -> None:
+        limit = self.settings.session_idle_reset_s
+        if limit <= 0:
+            return
+        while True:
+            await asyncio.sleep(min(1.0, limit / 4))
+            quiet_for = time.monotonic() - self._last_activity
+            if self.state is State.IDLE and quiet_for >= limit and self.agent.history:
+                _LOGGER.info("no conversation for %.0f s: starting a new session", quiet_for)
+                await self.reset(quiet=True)
+
+    def telemetry(self) -> dict[str, Any]:
+        """What the MQTT telemetry reports from the conversation."""
+        return {
+            "state": str(self.state),
+            "turns": self.counters.turns,
+            "barge_ins": self.counters.barge_ins,
+            "false_barge_ins": self.counters.false_barge_ins,
+            "discarded_turns": self.counters.discarded,
+            "agent_errors": dict(self.counters.agent_errors),
+            "latency_ms": self.percentiles.summary(),
+            **self.levels,
+        }
+
+
+def remaining_text(spoken: str, heard: str) -> str:
+    """The rest of ``spoken`` from the sentence in which ``heard`` stopped."""
+    from edgevoice.audio.splitter import SentenceSplitter
+
+    splitter = SentenceSplitter()
+    sentences = splitter.feed(spoken) + splitter.flush()
+    consumed = 0
+    for index, sentence in enumerate(sentences):
+        consumed += len(sentence) + 1
+        if consumed > len(heard) + 1:
+            return " ".join(sentences[index:])
+    return ""
+
+
+async def _once(text: str) -> AsyncIterator[str]:
+    yield text
+
+
+def _none(_: object) -> list[HearingEvent]:
+    return []
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+__all__ = ["Conversation", "ConversationSettings", "Listener"]

@@ -1,0 +1,484 @@
+"""The daemon: everything the config enables, started, supervised and stopped.
+
+``edgevoice run`` and ``edgevoice demo`` both run a :class:`Daemon`. It opens the
+audio devices, tells systemd it is ready (``READY=1``) once they are open, pings
+the watchdog from the event loop, shuts down cleanly on SIGTERM/SIGINT (reply
+cancelled, devices closed, ``STOPPING=1``) and re-reads its config on SIGHUP,
+applying what it can without a restart. It implements the device side of agent
+tools (:class:`DeviceActions`) and of MQTT fleet commands (``CommandTarget``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from edgevoice import __version__
+from edgevoice.audio.backend import AudioBackend
+from edgevoice.audio.duplex import DuplexLoop
+from edgevoice.audio.earcons import Earcons
+from edgevoice.audio.speaker import Speaker
+from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
+from edgevoice.device.audio_io import open_backend
+from edgevoice.device.config import Config, LoadedConfig, load_config, revision, to_dict
+from edgevoice.device.config.loader import default_paths, secret_values
+from edgevoice.device.config.schema import GpioOutputConfig
+from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.gpio import ButtonEvent, ButtonSettings, LedPattern, StatusLed, open_gpio
+from edgevoice.device.identity import load_identity
+from edgevoice.device.logs import scrub_secrets
+from edgevoice.device.runtime.bargein import build_barge_in
+from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
+from edgevoice.device.runtime.frontend import FrontEnd
+from edgevoice.device.runtime.state import ListenMode, State
+from edgevoice.device.runtime.tasks import cancel_task
+from edgevoice.device.sdnotify import Notifier
+from edgevoice.device.speaking import build_synthesizer, reply_speaker
+
+_LOGGER = logging.getLogger(__name__)
+
+LED_FOR_STATE = {
+    State.IDLE: LedPattern.OFF,
+    State.LISTENING: LedPattern.LISTENING,
+    State.THINKING: LedPattern.THINKING,
+    State.SPEAKING: LedPattern.SPEAKING,
+    State.MUTED: LedPattern.MUTED,
+}
+RESTART_EXIT_CODE = 75  # EX_TEMPFAIL: systemd's Restart=on-failure starts us again
+
+
+def conversation_settings(config: Config) -> ConversationSettings:
+    return ConversationSettings(
+        mode=ListenMode(config.listen.mode),
+        push_to_talk=config.listen.button_mode == "hold",
+        follow_up_s=config.listen.follow_up_s,
+        session_idle_reset_s=config.conversation.session_idle_reset_s,
+        failure_phrase=config.conversation.failure_phrase,
+        log_transcripts=config.conversation.log_transcripts,
+    )
+
+
+class Daemon(DeviceActions):
+    """One device: audio, hearing, agent, speaking, GPIO, MQTT, systemd."""
+
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        config_path: Path | None = None,
+        overrides: tuple[str, ...] = (),
+        backend: AudioBackend | None = None,
+        pin_factory: Any = None,
+        on_event: Callable[[Event], None] | None = None,
+        root: Path = Path("/"),
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.config = loaded.config
+        self.config_path = config_path
+        self.overrides = overrides
+        self.root = root
+        self.bus = EventBus()
+        self.notifier = notifier or Notifier()
+        self.exit_code = 0
+        self._backend_override = backend
+        self._pin_factory = pin_factory
+        self._on_event = on_event
+        self._stop = asyncio.Event()
+        self._restart_requested = False
+        self._outputs: dict[str, Any] = {}
+        self._led: StatusLed | None = None
+        self._closers: list[Callable[[], Any]] = []
+        self.device_id = ""
+        self.backend: AudioBackend | None = None
+        self.speaker: Speaker | None = None
+        self.duplex: DuplexLoop | None = None
+        self.conversation: Conversation | None = None
+        self.agent: AgentClient | None = None
+        self.mqtt: Any = None
+        self.ready = asyncio.Event()
+        self.started_at = time.time()
+
+    # --- life cycle -------------------------------------------------------------------
+
+    async def run(self) -> int:
+        """Run until stopped (signal, ``stop()``, or a finite audio source ending)."""
+        loop = asyncio.get_running_loop()
+        self.bus.bind(loop)
+        if self._on_event is not None:
+            self.bus.subscribe(self._on_event)
+        self.bus.subscribe(self._log_event)
+        try:
+            await self._start(loop)
+            await self._supervise()
+        finally:
+            await self._shutdown()
+        return RESTART_EXIT_CODE if self._restart_requested else self.exit_code
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _start(self, loop: asyncio.AbstractEventLoop) -> None:
+        config = self.config
+        identity = load_identity(config.device, self.root)
+        self.device_id = identity.device_id
+        backend = self._backend_override or open_backend(config.audio, config.room, config.wav)
+        self.backend = backend
+        self.speaker = Speaker(backend.period_samples, config.audio.volume)
+        # Engines load before the devices open, so READY=1 means ready to talk.
+        front = await asyncio.to_thread(build_front_end, config)
+        self._closers.append(front.close)
+        synthesizer = await asyncio.to_thread(build_synthesizer, config.tts, config.models.dir or None)
+        self._closers.append(synthesizer.close)
+        replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
+        earcons = Earcons(self.speaker, _enabled_earcons(config), config.earcons.level)
+        self.agent = build_agent(config, self)
+        self.conversation = Conversation(
+            bus=self.bus,
+            front=front,
+            speaker=self.speaker,
+            replies=replies,
+            agent=self.agent,
+            earcons=earcons,
+            barge_in=build_barge_in(config.barge_in, front.canceller, self._on_barge_in_mode),
+            settings=conversation_settings(config),
+            on_state=self._on_state,
+        )
+        self.duplex = DuplexLoop(
+            backend,
+            self.speaker,
+            queue_periods=config.audio.queue_periods,
+            reconnect_max_s=config.audio.reconnect_max_s,
+            on_event=lambda type_, data: self.bus.emit(type_, **data),
+        )
+        self._open_gpio(loop)
+        self.duplex.start(loop)  # opens the devices; a wrong name raises here
+        self._install_signals(loop)
+        self.ready.set()
+        self.notifier.ready(f"listening ({config.listen.mode})")
+        self.bus.emit(
+            EventType.SESSION_READY,
+            device_id=self.device_id,
+            session_id=self.agent.session_id,
+            provider=self.agent.provider,
+            listen_mode=config.listen.mode,
+            audio=backend.name,
+            version=__version__,
+        )
+        if config.mqtt.url:
+            await self._start_mqtt()
+        if config.conversation.greeting:
+            await self.conversation.say(config.conversation.greeting)
+
+    async def _supervise(self) -> None:
+        assert self.conversation is not None and self.duplex is not None
+        conversation = asyncio.create_task(self.conversation.run(self.duplex.frames()), name="conversation")
+        watchdog = asyncio.create_task(self.notifier.run_watchdog(), name="watchdog")
+        stop = asyncio.create_task(self._stop.wait(), name="stop")
+        try:
+            done, _ = await asyncio.wait({conversation, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if conversation in done and conversation.exception() is not None:
+                raise conversation.exception()  # type: ignore[misc]
+            if conversation in done:
+                # A finite source (WAV file, scripted room) ended: let the last reply finish.
+                await self._drain()
+        finally:
+            for task in (conversation, watchdog, stop):
+                await cancel_task(task)
+
+    async def _drain(self, limit_s: float = 30.0) -> None:
+        conversation = self.conversation
+        deadline = time.monotonic() + limit_s
+        while conversation is not None and conversation.state in (State.THINKING, State.SPEAKING):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+
+    async def _shutdown(self) -> None:
+        self.notifier.stopping()
+        if self.mqtt is not None:
+            with contextlib.suppress(Exception):
+                await self.mqtt.stop()
+        if self.conversation is not None:
+            await self.conversation.close()
+        if self.duplex is not None:
+            await asyncio.to_thread(self.duplex.stop)
+        if self.agent is not None:
+            await self.agent.aclose()
+        for close in reversed(self._closers):
+            with contextlib.suppress(Exception):
+                close()
+        self.notifier.close()
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        if sys.platform == "win32":
+            return
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGTERM, self.stop)
+            loop.add_signal_handler(signal.SIGINT, self.stop)
+            loop.add_signal_handler(signal.SIGHUP, self._reload_soon)
+            self._closers.append(lambda: _remove_signals(loop))
+
+    def _reload_soon(self) -> None:
+        task = asyncio.ensure_future(self.reload())
+        self._closers.append(lambda: task.cancel())
+
+    # --- GPIO -------------------------------------------------------------------------
+
+    def _open_gpio(self, loop: asyncio.AbstractEventLoop) -> None:
+        gpio = self.config.gpio
+        if not gpio.enabled:
+            return
+        button = None
+        if gpio.button_pin >= 0:
+            button = ButtonSettings(gpio.button_pin, gpio.button_pull_up, gpio.bounce_ms,
+                                    gpio.reset_hold_s, gpio.double_press_ms)
+        factory = self._pin_factory or _named_pin_factory(gpio.pin_factory)
+        opened = open_gpio(button, gpio.led_pin if gpio.led_pin >= 0 else None, self._on_button, loop,
+                           led_brightness=gpio.led_brightness, pin_factory=factory)
+        if opened is None:
+            return
+        push, led = opened
+        self._led = led
+        for device in (push, led):
+            if device is not None:
+                self._closers.append(device.close)
+
+    def _on_button(self, event: ButtonEvent, data: dict[str, Any]) -> None:
+        self.bus.emit(str(event), **data)
+        conversation = self.conversation
+        if conversation is None:
+            return
+        if event is ButtonEvent.PRESSED:
+            self._spawn(conversation.button_pressed())
+        elif event is ButtonEvent.RELEASED:
+            self._spawn(conversation.button_released())
+        elif event is ButtonEvent.HELD and self.config.listen.mode != "button":
+            self._spawn(conversation.reset())
+        elif event is ButtonEvent.DOUBLE_PRESSED and self.config.gpio.double_press_mutes:
+            self._spawn(self.mute(not conversation.muted))
+
+    def _on_barge_in_mode(self, mode: Any) -> None:
+        # Without a working echo reference the device must not interrupt itself: say so.
+        self.bus.emit(EventType.BARGE_IN_MODE, mode=str(mode))
+
+    def _on_state(self, state: State) -> None:
+        if self._led is not None:
+            self._led.show(LED_FOR_STATE[state])
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks_in_flight.add(task)
+        task.add_done_callback(self._tasks_in_flight.discard)
+
+    @property
+    def _tasks_in_flight(self) -> set[asyncio.Task[Any]]:
+        if not hasattr(self, "_in_flight"):
+            self._in_flight: set[asyncio.Task[Any]] = set()
+        return self._in_flight
+
+    # --- MQTT -------------------------------------------------------------------------
+
+    async def _start_mqtt(self) -> None:
+        from edgevoice.device.mqtt.bridge import MqttBridge
+
+        self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus, self,
+                               self.telemetry)
+        await self.mqtt.start()
+
+    def telemetry(self) -> Mapping[str, Any]:
+        data: dict[str, Any] = {}
+        if self.conversation is not None:
+            data.update(self.conversation.telemetry())
+        if self.duplex is not None:
+            stats = self.duplex.stats.as_dict()
+            data["xruns"] = stats.get("overruns", 0) + stats.get("underruns", 0)
+            data["audio"] = stats
+        return data
+
+    # --- DeviceActions (agent tools) and CommandTarget (fleet commands) ----------------
+
+    async def set_volume(self, level: float) -> float:  # type: ignore[override]
+        assert self.speaker is not None
+        self.speaker.volume = level
+        self.bus.emit(EventType.VOLUME_CHANGED, level=self.speaker.volume)
+        return self.speaker.volume
+
+    async def end_conversation(self) -> None:
+        if self.conversation is not None and self.conversation.settings.mode is ListenMode.WAKEWORD:
+            self.conversation.front.control(lambda listener: listener.set_enabled(True))
+
+    async def start_over(self) -> None:
+        if self.conversation is not None:
+            self._spawn(self.conversation.reset())
+
+    async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
+        from edgevoice.device.gpio_outputs import drive_output
+
+        return await drive_output(self._outputs, output, on, self._pin_factory)
+
+    async def say(self, text: str) -> None:
+        if self.conversation is not None:
+            await self.conversation.say(text)
+
+    async def interrupt(self) -> None:
+        if self.conversation is not None:
+            await self.conversation.interrupt()
+
+    async def reset_session(self) -> None:
+        if self.conversation is not None:
+            await self.conversation.reset()
+
+    async def mute(self, mic: bool) -> None:
+        if self.conversation is not None:
+            await self.conversation.set_muted(mic)
+        self.bus.emit(EventType.MIC_MUTED, muted=mic)
+
+    async def get_config(self) -> dict[str, Any]:
+        return to_dict(self.config, redact=True)
+
+    async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
+        from edgevoice.device.config.persist import persist_patch
+        from edgevoice.device.config.loader import parse_override, read_toml
+
+        target = self._writable_config_path()
+        below = [(str(p), read_toml(p)) for p in self._lower_layers(target)]
+        above = [("--set", parse_override(text)) for text in self.overrides]
+        result = await asyncio.to_thread(persist_patch, target, patch, below=below, above=above)
+        self._apply_live(result.config)
+        return {
+            "changed": list(result.changed),
+            "restart_required": result.restart_required,
+            "restart_keys": list(result.restart_keys),
+            "revision": result.revision,
+            "path": str(target),
+        }
+
+    async def reload(self) -> None:
+        self.notifier.reloading()
+        try:
+            loaded = await asyncio.to_thread(load_config, self.config_path, self.overrides)
+        except Exception as err:
+            _LOGGER.error("reload failed, keeping the running config: %s", err)
+            self.bus.emit(EventType.ERROR, source="config", code="config_invalid", message=str(err))
+            return
+        finally:
+            self.notifier.ready()
+        restart = self._apply_live(loaded.config)
+        self.loaded = loaded
+        self.bus.emit(EventType.CONFIG_RELOADED, revision=revision(loaded.config), restart_keys=restart)
+
+    async def restart(self) -> None:
+        self._restart_requested = True
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.5, self.stop)  # let the command's answer go out first
+
+    async def fetch_model(self, name: str) -> dict[str, Any]:
+        from edgevoice.device.mqtt.commands import fetch_model_in_thread
+
+        return await fetch_model_in_thread(name, self.config.models.dir or None)
+
+    async def state(self) -> dict[str, Any]:
+        conversation = self.conversation
+        return {
+            "state": str(conversation.state) if conversation else "starting",
+            "volume": self.speaker.volume if self.speaker else self.config.audio.volume,
+            "mic_muted": bool(conversation and conversation.muted),
+            "provider": self.config.llm.provider,
+            "session_id": self.agent.session_id if self.agent else None,
+            "config_revision": revision(self.config),
+        }
+
+    # --- config -------------------------------------------------------------------------
+
+    def _apply_live(self, new: Config) -> list[str]:
+        """Apply what can change without a restart; return the keys that need one."""
+        from edgevoice.device.config.fields import check_of
+
+        old = self.config
+        restart: list[str] = []
+        for section in dataclasses.fields(Config):
+            before, after = getattr(old, section.name), getattr(new, section.name)
+            for field in dataclasses.fields(before):
+                if getattr(before, field.name) != getattr(after, field.name):
+                    check = check_of(field)
+                    if check is not None and check.restart:
+                        restart.append(f"{section.name}.{field.name}")
+        self.config = new
+        scrub_secrets(secret_values(new))
+        if self.speaker is not None and old.audio.volume != new.audio.volume:
+            self.speaker.volume = new.audio.volume
+        if self.conversation is not None:
+            self.conversation.settings = conversation_settings(new)
+        if restart:
+            _LOGGER.warning("config changes that need a restart: %s", ", ".join(restart))
+        return restart
+
+    def _writable_config_path(self) -> Path:
+        if self.config_path is not None:
+            return self.config_path
+        system, user = default_paths()
+        return system if os.geteuid() == 0 else user
+
+    def _lower_layers(self, target: Path) -> list[Path]:
+        if self.config_path is not None:
+            return []
+        paths = default_paths()
+        return [p for p in paths[: paths.index(target)] if p.exists()] if target in paths else []
+
+    # --- events to the log --------------------------------------------------------------
+
+    def _log_event(self, event: Event) -> None:
+        if event.type in (EventType.ERROR, EventType.AUDIO_DEVICE_LOST):
+            visible = event if self.config.conversation.log_transcripts else event.without_personal_data()
+            if visible is not None:
+                _LOGGER.warning("%s %s", event.type, visible.data)
+        elif event.type == EventType.AUDIO_DEVICE_RESTORED:
+            _LOGGER.info("%s %s", event.type, event.data)
+
+
+def build_front_end(config: Config) -> FrontEnd:
+    """The echo canceller and the hearing pipeline from config (loads the models)."""
+    from edgevoice.device.aec_setup import build_canceller
+    from edgevoice.device.hearing import build_listener
+
+    return FrontEnd(build_listener(config), build_canceller(config.aec))
+
+
+def _enabled_earcons(config: Config) -> list[str]:
+    earcons = config.earcons
+    return [name for name in ("wake", "listening", "thinking", "error", "reset") if getattr(earcons, name)]
+
+
+def _named_pin_factory(name: str) -> Any:
+    if not name:
+        return None
+    try:
+        import gpiozero.pins as pins  # noqa: F401
+        from importlib import import_module
+
+        module, cls = {
+            "lgpio": ("gpiozero.pins.lgpio", "LGPIOFactory"),
+            "rpigpio": ("gpiozero.pins.rpigpio", "RPiGPIOFactory"),
+            "pigpio": ("gpiozero.pins.pigpio", "PiGPIOFactory"),
+            "native": ("gpiozero.pins.native", "NativeFactory"),
+        }[name]
+        return getattr(import_module(module), cls)()
+    except Exception as err:
+        _LOGGER.warning("GPIO pin factory %r unavailable (%s); letting gpiozero choose", name, err)
+        return None
+
+
+def _remove_signals(loop: asyncio.AbstractEventLoop) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(Exception):
+            loop.remove_signal_handler(sig)

@@ -1,0 +1,103 @@
+"""The per-frame front end: echo canceller → VAD → endpointer/wake word → ASR.
+
+It runs on one worker thread of its own (vosk decodes in batches of a few hundred
+milliseconds; that must never stall the event loop that streams the agent's reply
+into TTS). The conversation hands it each :class:`DuplexFrame` and gets back a
+:class:`FrontResult`: the hearing events, the speech probabilities of the VAD
+windows that ended in this frame (what the barge-in detector decides on), and
+levels. Controls that change the listener (push-to-talk, mute, follow-up window)
+are queued and applied on the worker thread before the next frame, so the
+listener is only ever touched by one thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from edgevoice.audio.aec.base import AecStats, EchoCanceller
+from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs
+from edgevoice.audio.listener import HearingEvent, Listener
+from edgevoice.audio.vad import VadWindow, VoiceActivity
+
+Control = Callable[[Listener], list[HearingEvent]]
+
+
+class WindowRecorder(VoiceActivity):
+    """A :class:`VoiceActivity` that also keeps the windows it scored, so the barge-in
+    detector sees the same probabilities the endpointer used (the VAD runs once)."""
+
+    def __init__(self, inner: VoiceActivity) -> None:
+        super().__init__(inner.engine, inner.gate.threshold, inner.gate.release_threshold)
+        self.recent: list[VadWindow] = []
+
+    def process(self, pcm: Pcm) -> list[VadWindow]:
+        windows = super().process(pcm)
+        self.recent.extend(windows)
+        return windows
+
+    def take(self) -> list[VadWindow]:
+        windows, self.recent = self.recent, []
+        return windows
+
+
+@dataclass(frozen=True, slots=True)
+class FrontResult:
+    index: int
+    end_s: float
+    events: tuple[HearingEvent, ...]
+    windows: tuple[VadWindow, ...]
+    mic_dbfs: float
+    clean_dbfs: float
+    far_end_active: bool
+    aec: AecStats | None = field(default=None)
+
+
+class FrontEnd:
+    """Echo cancellation and hearing for one stream. Not thread-safe except
+    :meth:`control`, which may be called from any thread."""
+
+    def __init__(self, listener: Listener, canceller: EchoCanceller | None) -> None:
+        self.listener = listener
+        self.canceller = canceller
+        self._recorder = WindowRecorder(listener.vad)
+        listener.vad = self._recorder
+        self._controls: deque[Control] = deque()
+        self._lock = threading.Lock()
+
+    def control(self, action: Control) -> None:
+        """Queue a change to the listener (applied before the next frame)."""
+        with self._lock:
+            self._controls.append(action)
+
+    def process(self, frame: DuplexFrame) -> FrontResult:
+        events: list[HearingEvent] = []
+        with self._lock:
+            controls = list(self._controls)
+            self._controls.clear()
+        for action in controls:
+            events.extend(action(self.listener))
+        if self.canceller is not None:
+            clean = self.canceller.process(frame.mic, frame.reference)
+            stats: AecStats | None = self.canceller.stats
+        else:
+            clean, stats = frame.mic, None
+        events.extend(self.listener.process(clean))
+        far_end = bool(frame.reference.any())
+        return FrontResult(
+            frame.index,
+            frame.end_s,
+            tuple(events),
+            tuple(self._recorder.take()),
+            dbfs(frame.mic),
+            dbfs(clean),
+            far_end,
+            stats,
+        )
+
+    def close(self) -> None:
+        self.listener.close()
+        if self.canceller is not None:
+            self.canceller.close()
