@@ -94,10 +94,9 @@ class Broker:
     def write_config(self) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
         passwd = self.folder / "passwd"
-        passwd.unlink(missing_ok=True)
-        for index, user in enumerate(self.users):
-            args = ["mosquitto_passwd", "-b"] + (["-c"] if index == 0 else [])
-            subprocess.run([*args, str(passwd), user, password_of(user)], check=True, capture_output=True)
+        # Plain "user:password" lines, hashed in place by one mosquitto_passwd run.
+        passwd.write_text("".join(f"{user}:{password_of(user)}\n" for user in self.users))
+        subprocess.run(["mosquitto_passwd", "-U", str(passwd)], check=True, capture_output=True)
         passwd.chmod(0o644)
         acl = self.folder / "acl"
         shutil.copyfile(SHIPPED_ACL, acl)
