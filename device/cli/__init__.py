@@ -28,6 +28,7 @@ COMMANDS = (
     "edgevoice.device.cli.say_cmd",
     "edgevoice.device.cli.models_cmd",
     "edgevoice.device.cli.provision_cmd",
+    "edgevoice.device.cli.doctor_cmd",
     "edgevoice.device.cli.chat_cmd",
     "edgevoice.device.cli.fleet_cmd",
 )
