@@ -75,7 +75,7 @@ async def test_mqtt_off_is_skipped_and_gpio_uses_the_mock_factory(monkeypatch: p
 
 
 def test_disk_fails_when_the_threshold_is_not_met(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import edgevoice.device.doctor as doctor
+    from edgevoice.device import doctor
 
     monkeypatch.setattr(doctor, "DISK_FAIL_MB", 10**12)
     result = check_disk(config(device={"state_dir": str(tmp_path)}))
