@@ -36,10 +36,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also probe this PCM name (repeatable)")
     parser.add_argument("--all", dest="show_all", action="store_true",
                         help="also list devices that cannot be opened")
+    parser.add_argument("--suggest", action="store_true",
+                        help="recognise the connected hardware and propose a profile preset")
+
+
+def _suggest(args: argparse.Namespace) -> int:
+    from edgevoice.device.config import to_toml
+    from edgevoice.device.profiles import read_hardware, suggest
+
+    hits = suggest(read_hardware())
+    if args.json:
+        print_json({"suggestions": [hit.as_dict() for hit in hits]})
+        return EXIT_OK
+    if not hits:
+        sys.stdout.write("no known hardware recognised; see docs/provisioning.md for the profiles\n")
+    for rank, hit in enumerate(hits):
+        preset = hit.preset_path()
+        sys.stdout.write(f"{'suggested' if rank == 0 else 'also fits'}: {hit.profile.name} "
+                         f"({hit.profile.title})\n  because {hit.reason}\n"
+                         f"  preset: {preset or 'not installed'}\n")
+        if hit.overrides:
+            sys.stdout.write("  and set for this exact hardware:\n    "
+                             + to_toml(hit.overrides).strip().replace("\n", "\n    ") + "\n")
+    return EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
     from edgevoice.audio.devices import KINDS, list_devices
+
+    if args.suggest:
+        return _suggest(args)
 
     loaded = load(args)
     extra = list(args.devices)
