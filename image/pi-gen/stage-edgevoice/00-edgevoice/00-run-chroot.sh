@@ -1,0 +1,10 @@
+#!/bin/bash -e
+# pi-gen (inside the arm64 chroot): the same install step CI runs on a scratch root.
+# EDGEVOICE_PROFILE and EDGEVOICE_MODELS come from pi-gen's config file.
+args=(--root / --python /usr/bin/python3 --extras "all,pi")
+[ -n "${EDGEVOICE_PROFILE:-}" ] && args+=(--profile "${EDGEVOICE_PROFILE}")
+for model in ${EDGEVOICE_MODELS:-vosk-model-small-en-us-0.15}; do args+=(--model "$model"); done
+bash /tmp/edgevoice-src/image/install-into-root.sh "${args[@]}"
+rm -rf /tmp/edgevoice-src
+# NetworkManager manages Wi-Fi on Bookworm; provisioning writes its keyfile.
+systemctl enable NetworkManager edgevoice.service edgevoice-provision.service
