@@ -68,14 +68,22 @@ class AsrResult:
 
 
 def make_result(
-    text: str, words: Sequence[Word], low_confidence_threshold: float, audio_samples: int
+    text: str,
+    words: Sequence[Word],
+    low_confidence_threshold: float,
+    audio_samples: int,
+    phrases: Sequence[str] = (),
 ) -> AsrResult:
+    """The final result. In grammar mode (``phrases``) a text that is not one of the
+    phrases (a phrase cut short, words of several phrases mixed) is low-confidence too."""
     confidence = sum(w.conf for w in words) / len(words) if words else 1.0
+    clean = " ".join(text.split())
+    off_grammar = bool(phrases) and bool(clean) and clean not in {" ".join(p.split()) for p in phrases}
     return AsrResult(
-        text=" ".join(text.split()),
+        text=clean,
         words=tuple(words),
         confidence=confidence,
-        low_confidence=bool(words) and confidence < low_confidence_threshold,
+        low_confidence=bool(words) and (confidence < low_confidence_threshold or off_grammar),
         audio_s=audio_samples / SAMPLE_RATE,
     )
 

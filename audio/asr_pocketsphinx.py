@@ -163,7 +163,8 @@ class _PocketsphinxSession(AsrSession):
         words = self._engine._words() if hyp is not None else []
         self._close()
         text = " ".join(w.word for w in words)
-        return make_result(text, words, self._engine.low_confidence, self._samples)
+        return make_result(text, words, self._engine.low_confidence, self._samples,
+                           self._engine.grammar)
 
     def cancel(self) -> None:
         if self._open:

@@ -200,7 +200,7 @@ class _VoskSession(AsrSession):
         self._segment(self._recognizer.FinalResult())
         self._close()
         return make_result(" ".join(self._texts), self._words, self._engine.low_confidence,
-                           self._samples)
+                           self._samples, self._engine.grammar)
 
     def cancel(self) -> None:
         if self._open:
