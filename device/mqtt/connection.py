@@ -13,6 +13,7 @@ hand over to the event loop with ``loop.call_soon_threadsafe``.
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 import threading
 from collections import deque
@@ -100,6 +101,19 @@ def make_client(config: MqttConfig, client_id: str) -> tuple[mqtt.Client, Broker
             client.tls_insecure_set(True)
     client.reconnect_delay_set(config.reconnect_min_s, config.reconnect_max_s)  # type: ignore[arg-type]
     return client, address
+
+
+def set_nodelay(client: mqtt.Client) -> None:
+    """Small MQTT packets must not wait for Nagle + delayed ACK (~40 ms a round trip):
+    a command's PUBACK followed by its answer would otherwise stall. paho leaves it on."""
+    sock = client.socket()
+    setsockopt = getattr(sock, "setsockopt", None)  # None for websockets
+    if setsockopt is None:
+        return
+    try:
+        setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (OSError, AttributeError):
+        pass
 
 
 def new_properties(packet_type: int) -> Properties:
@@ -241,6 +255,7 @@ class MqttConnection:
             _LOGGER.warning("MQTT broker %s refused the connection: %s", self.address.host, reason)
             return
         self.connects += 1
+        set_nodelay(client)
         if self._subscriptions:
             client.subscribe([(topic, 1) for topic in self._subscriptions])
         for message in self._birth():

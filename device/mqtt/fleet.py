@@ -22,7 +22,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.reasoncodes import ReasonCode
 
 from edgevoice.device.config.schema import MqttConfig
-from edgevoice.device.mqtt.connection import connect_properties, make_client, new_properties
+from edgevoice.device.mqtt.connection import connect_properties, make_client, new_properties, set_nodelay
 from edgevoice.device.mqtt.topics import (
     all_command_topic,
     device_command_topic,
@@ -199,6 +199,7 @@ class FleetClient:
             if reason.is_failure:
                 self._refused = str(reason)
             else:
+                set_nodelay(client)
                 self._connected = True
             self._cond.notify_all()
 

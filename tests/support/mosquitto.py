@@ -115,6 +115,7 @@ class Broker:
             "log_type notice",
             "log_type information",
             "max_queued_messages 100000",
+            "set_tcp_nodelay true",
             f"listener {self.port} 127.0.0.1",
             f"listener {self.tls_port} 127.0.0.1",
             f"cafile {self.pki.ca_file}",
