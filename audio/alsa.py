@@ -12,7 +12,9 @@ Capture. The capture PCM is opened with N channels at the device's native rate a
 (S16_LE or S32_LE), one native period (``period_samples`` at 16 kHz, scaled to the rate)
 per read. The configured microphone channels are picked (one) or averaged (several) to
 mono, S32 is reduced to 16 bits, and the result is converted to 16 kHz by a streaming
-soxr resampler and re-cut into exact 16 kHz periods. With ``reference_channel`` >= 0
+polyphase resampler (:mod:`.polyphase`: ~2 ms delay, one output period per input
+period; soxr's stream mode delivers 30 ms bursts at 10 ms periods) and re-cut into
+exact 16 kHz periods. With ``reference_channel`` >= 0
 that channel (a hardware loopback of the speaker) goes through the same path and is
 returned as ``Captured.loopback``: the echo reference.
 
@@ -54,7 +56,8 @@ import numpy.typing as npt
 from edgevoice.audio.backend import AudioBackend, Captured
 from edgevoice.audio.errors import AudioDeviceError, DeviceLostError, DeviceNotFoundError
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.resample import FixedPeriods, StreamResampler
+from edgevoice.audio.polyphase import PolyphaseResampler
+from edgevoice.audio.resample import FixedPeriods
 from edgevoice.errors import require
 
 _LOGGER = logging.getLogger(__name__)
@@ -173,6 +176,8 @@ class AlsaBackend(AudioBackend):
         self._overrun_log = _XrunLog("capture overrun", capture_device)
         self._underrun_log = _XrunLog("playback underrun", playback_device)
         self._xrun_state = -1
+        self._mic_weights = self._weights(self.mic_channels)
+        self._ref_weights = self._weights((max(reference_channel, 0),))
         self._init_pipeline()
 
     # --- the backend interface --------------------------------------------------------------
@@ -292,11 +297,11 @@ class AlsaBackend(AudioBackend):
 
     def _init_pipeline(self) -> None:
         rate = self._actual_capture_rate
-        self._mic_resampler = StreamResampler(rate, SAMPLE_RATE)
+        self._mic_resampler = PolyphaseResampler(rate, SAMPLE_RATE)
         self._mic_periods = FixedPeriods(self.period_samples)
-        self._ref_resampler = StreamResampler(rate, SAMPLE_RATE)
+        self._ref_resampler = PolyphaseResampler(rate, SAMPLE_RATE)
         self._ref_periods = FixedPeriods(self.period_samples)
-        self._play_resampler = StreamResampler(SAMPLE_RATE, self._actual_playback_rate)
+        self._play_resampler = PolyphaseResampler(SAMPLE_RATE, self._actual_playback_rate)
         self._ready.clear()
 
     def _open_pcm(self, factory: PcmFactory, alsa: Any, pcm_type: int, device: str, *, rate: int,
@@ -339,27 +344,38 @@ class AlsaBackend(AudioBackend):
         frames = np.frombuffer(data, dtype=self._dtype)
         frames = frames[: len(frames) - len(frames) % self.capture_channels]
         frames = frames.reshape(-1, self.capture_channels)
-        mic = self._mix(frames, self.mic_channels)
-        for period in self._mic_periods.push(self._mic_resampler.process(mic)):
-            self._ready.append((period, None))
+        mic = self._mix(frames, self._mic_weights, self.mic_channels)
+        self._push(self._mic_resampler.process(mic), self._mic_periods, loopback=False)
         if self.reference_channel >= 0:
-            ref = self._mix(frames, (self.reference_channel,))
-            ref_periods = self._ref_periods.push(self._ref_resampler.process(ref))
-            # Both streams see the same input lengths, so they stay in lockstep.
-            start = len(self._ready) - len(ref_periods)
-            for offset, period in enumerate(ref_periods):
-                mic_period, _ = self._ready[start + offset]
-                self._ready[start + offset] = (mic_period, period)
+            ref = self._mix(frames, self._ref_weights, (self.reference_channel,))
+            self._push(self._ref_resampler.process(ref), self._ref_periods, loopback=True)
 
-    def _mix(self, frames: npt.NDArray[Any], channels: tuple[int, ...]) -> Pcm:
-        if len(channels) == 1:
-            column = frames[:, channels[0]]
-        else:
-            column = frames[:, channels].astype(np.int64).sum(axis=1) // len(channels)
-        if self._dtype.itemsize == 4:
-            column = column.astype(np.int64) >> 16
-        out: Pcm = np.ascontiguousarray(column, dtype=np.int16)
-        return out
+    def _push(self, pcm: Pcm, periods: FixedPeriods, *, loopback: bool) -> None:
+        # The usual case: one native period gives exactly one 16 kHz period.
+        ready = [pcm] if periods.pending == 0 and len(pcm) == self.period_samples else periods.push(pcm)
+        if not loopback:
+            self._ready.extend((period, None) for period in ready)
+            return
+        # Both streams see the same input lengths, so they stay in lockstep.
+        start = len(self._ready) - len(ready)
+        for offset, period in enumerate(ready):
+            mic_period, _ = self._ready[start + offset]
+            self._ready[start + offset] = (mic_period, period)
+
+    def _mix(self, frames: npt.NDArray[Any], weights: npt.NDArray[np.float32],
+             channels: tuple[int, ...]) -> npt.NDArray[Any]:
+        """Mono from the capture frames: one 16-bit channel as is (bit-exact), otherwise
+        the average of the channels (and S32 scaled to 16 bits) as float32."""
+        if len(channels) == 1 and self._dtype.itemsize == 2:
+            return np.ascontiguousarray(frames[:, channels[0]])
+        mixed: npt.NDArray[np.float32] = frames.astype(np.float32) @ weights
+        return mixed
+
+    def _weights(self, channels: tuple[int, ...]) -> npt.NDArray[np.float32]:
+        weights = np.zeros(self.capture_channels, dtype=np.float32)
+        scale = 1.0 / 65536.0 if self._dtype.itemsize == 4 else 1.0
+        weights[list(channels)] = scale / len(channels)
+        return weights
 
     def _note_underrun(self) -> None:
         self.stats.underruns += 1

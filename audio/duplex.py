@@ -74,7 +74,8 @@ class DuplexStats:
     underruns: int  # playback underruns the backend recovered from
     device_lost: int  # times the device went away
     reopened: int  # times it was reopened
-    max_iteration_ms: float  # worst read+write+hand-over time (includes the wait in read)
+    max_iteration_ms: float  # worst read+write+hand-over wall time (includes the wait in read)
+    max_iteration_cpu_ms: float  # worst CPU time of one iteration (the work alone)
     thread_cpu_s: float  # CPU time the audio thread used
 
     def as_dict(self) -> dict[str, Any]:
@@ -124,6 +125,7 @@ class DuplexLoop:
         self._device_lost = 0
         self._reopened = 0
         self._max_iteration = 0.0
+        self._max_iteration_cpu = 0.0
         self._thread_cpu = 0.0
 
     # --- control ------------------------------------------------------------------------------
@@ -180,6 +182,7 @@ class DuplexLoop:
             device_lost=self._device_lost,
             reopened=self._reopened,
             max_iteration_ms=self._max_iteration * 1000.0,
+            max_iteration_cpu_ms=self._max_iteration_cpu * 1000.0,
             thread_cpu_s=self._thread_cpu,
         )
 
@@ -252,6 +255,7 @@ class DuplexLoop:
 
     def _iterate(self) -> None:
         started = time.perf_counter()
+        cpu_started = time.thread_time()
         backend = self.backend
         captured = backend.read()
         out = self.speaker.next_period()
@@ -262,6 +266,7 @@ class DuplexLoop:
         self._index += 1
         elapsed = self._deliver(frame, started)
         self._max_iteration = max(self._max_iteration, elapsed)
+        self._max_iteration_cpu = max(self._max_iteration_cpu, time.thread_time() - cpu_started)
         self._report_counters()
 
     def _deliver(self, frame: DuplexFrame, started: float) -> float:

@@ -87,8 +87,9 @@ def test_four_channel_s32_capture_averages_the_mic_channels(alsa_devices: AlsaDe
                           playback_device=alsa_devices.null, paced=False)
     with backend:
         got = _read(backend, 30)
-    expected = ((frames[:, 1] + frames[:, 2]) // 2) >> 16
-    assert np.array_equal(got, expected.astype(np.int16))
+    expected = np.rint((frames[:, 1] + frames[:, 2]) / 2 / 65536)
+    assert np.max(np.abs(got - expected)) <= 1  # float32 mixing: within one LSB
+    assert np.mean(got == expected) > 0.99
 
 
 @pytest.mark.parametrize(("rate", "fmt"), [(48000, "S32_LE"), (44100, "S16_LE")])
