@@ -107,7 +107,8 @@ def _fit(sig: np.ndarray, length: int) -> np.ndarray:
     return out
 
 
-def make_scenario(seed: int, *, scale: float = 1.0, worst: bool = False) -> Scenario:
+def make_scenario(seed: int, *, scale: float = 1.0, worst: bool = False, clipping: bool = True,
+                  drift_ppm: float = 100.0) -> Scenario:
     rng = np.random.default_rng(seed)
     t_dt, t_na, t_chg, t_end = (x * scale for x in (8.0, 12.0, 15.0, 20.0))
     total = int(t_end * RATE)
@@ -139,8 +140,8 @@ def make_scenario(seed: int, *, scale: float = 1.0, worst: bool = False) -> Scen
 
     # loudspeaker: mild clipping, and its clock runs 100 ppm fast
     drive = 1.5 if worst else 1.25
-    played = np.tanh(drive * reference) / np.tanh(drive * 0.5) * 0.5
-    positions = np.arange(total) * (1.0 + 100e-6)
+    played = np.tanh(drive * reference) / np.tanh(drive * 0.5) * 0.5 if clipping else reference
+    positions = np.arange(total) * (1.0 + drift_ppm * 1e-6)
     played = np.interp(positions, np.arange(total), played, right=0.0)
     bulk = int(delay_ms * RATE / 1000)
     played = np.concatenate((np.zeros(bulk), played))[:total]
