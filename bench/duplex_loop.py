@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.alsa_devices import AlsaDevices, write_alsa_config, write_raw
+from support.alsa_devices import AlsaDevices, start_fifo_writer, write_alsa_config, write_raw
 
 from edgevoice.audio.backend import AudioBackend
 from edgevoice.audio.duplex import DuplexLoop
@@ -93,6 +93,43 @@ def _raw_alsa(capture: str, playback: str, *, channels: int, rate: int, fmt: str
             "worst_ms": worst * 1000, "worst_cpu_ms": float("nan"), "speed": 0.0}
 
 
+def _paced(devices: AlsaDevices, folder: Path, source: Path, *, rate: int, fmt: str, out_channels: int,
+           seconds: float) -> dict[str, float]:
+    """The loop as it runs on a card: reads block until the next period arrives (a FIFO
+    written at 1x by another process), so the thread sleeps between periods."""
+    from edgevoice.audio.alsa import AlsaBackend
+
+    fifo = folder / f"mic{rate}.fifo"
+    writer = start_fifo_writer(fifo, source, (rate // 100) * 4 * (4 if fmt == "S32_LE" else 2), 0.01)
+    try:
+        backend = AlsaBackend(PERIOD, capture_device=devices.mic(fifo, 4, rate, fmt),
+                              playback_device=devices.speaker(folder / f"paced{rate}.raw", out_channels,
+                                                              rate),
+                              capture_channels=4, capture_rate=rate, capture_format=fmt,
+                              mic_channels=(0, 1, 2), reference_channel=3, playback_rate=rate,
+                              playback_channels=out_channels)
+        result = asyncio.run(_run_loop(backend, seconds, True))
+    finally:
+        writer.kill()
+        writer.wait()
+    return {**result, "worst_of_all_ms": result["worst_ms"]}
+
+
+def _paced_raw(devices: AlsaDevices, folder: Path, source: Path, *, rate: int, fmt: str,
+               out_channels: int, seconds: float) -> dict[str, float]:
+    """The raw engine on the same FIFO: what blocking reads alone cost per second."""
+    fifo = folder / f"raw{rate}.fifo"
+    writer = start_fifo_writer(fifo, source, (rate // 100) * 4 * (4 if fmt == "S32_LE" else 2), 0.01)
+    try:
+        result = _raw_alsa(devices.mic(fifo, 4, rate, fmt),
+                           devices.speaker(folder / f"rawpaced{rate}.raw", out_channels, rate),
+                           channels=4, rate=rate, fmt=fmt, out_channels=out_channels, seconds=seconds)
+    finally:
+        writer.kill()
+        writer.wait()
+    return {**result, "worst_of_all_ms": result["worst_ms"]}
+
+
 def _best(repeat: int, run: Callable[[], dict[str, float]]) -> dict[str, float]:
     results = [run() for _ in range(max(1, repeat))]
     best = min(results, key=lambda r: r["thread_pct"])
@@ -104,6 +141,8 @@ def _best(repeat: int, run: Callable[[], dict[str, float]]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="audio per case (default 10)")
+    parser.add_argument("--paced-seconds", type=float, default=5.0,
+                        help="audio for the real-time runs through a FIFO (0: skip; default 5)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs per case; the least CPU and the least worst-iteration are kept, "
                              "so other load on the machine does not count (default 3)")
@@ -140,6 +179,13 @@ def main() -> None:
                                out_channels=out_channels: _raw_alsa(
                                    capture, playback, channels=4, rate=rate, fmt=fmt,
                                    out_channels=out_channels, seconds=seconds))))
+            if args.paced_seconds > 0:
+                rows.append((f"{label}: edgevoice, paced at 1x through a FIFO",
+                             _paced(devices, folder, mic, rate=rate, fmt=fmt, out_channels=out_channels,
+                                    seconds=args.paced_seconds)))
+                rows.append((f"{label}: raw pyalsaaudio read+write, paced at 1x through a FIFO",
+                             _paced_raw(devices, folder, mic, rate=rate, fmt=fmt, out_channels=out_channels,
+                                        seconds=args.paced_seconds)))
 
         from edgevoice.audio.room import SimulatedRoom
 
