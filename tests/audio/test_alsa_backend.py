@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# pyalsaaudio is a hard requirement here: ./dev installs it, and a missing install step
+# must fail CI rather than skip these tests.
+import alsaaudio
 import numpy as np
 import pytest
 from support.alsa_devices import (
@@ -28,8 +31,6 @@ from edgevoice.audio.duplex import DuplexLoop
 from edgevoice.audio.errors import DeviceLostError, DeviceNotFoundError
 from edgevoice.audio.frames import dbfs
 from edgevoice.audio.speaker import Speaker
-
-alsaaudio = pytest.importorskip("alsaaudio", reason="pyalsaaudio is installed by ./dev setup")
 
 P = 160
 

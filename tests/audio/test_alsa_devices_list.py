@@ -11,8 +11,6 @@ from support.alsa_devices import AlsaDevices, install_alsa_devices
 from edgevoice.audio.devices import list_devices, probe_device
 from edgevoice.device.cli import main
 
-pytest.importorskip("alsaaudio", reason="pyalsaaudio is installed by ./dev setup")
-
 
 @pytest.fixture
 def alsa_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AlsaDevices:
