@@ -260,6 +260,7 @@ class Listener:
         for event in step.events:
             if isinstance(event, SpeechStart):
                 events.append(SpeechStarted(self.origin_s + event.start_s))
+                self._follow_up_until = None  # a follow-up window admits one turn
                 self._begin_session()
         if self._session is not None and len(step.turn_audio):
             partial = self._session.accept(step.turn_audio)

@@ -31,6 +31,7 @@ COMMANDS = (
     "edgevoice.device.cli.doctor_cmd",
     "edgevoice.device.cli.chat_cmd",
     "edgevoice.device.cli.fleet_cmd",
+    "edgevoice.device.cli.transcribe_cmd",
 )
 
 
