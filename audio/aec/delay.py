@@ -52,10 +52,10 @@ class DelayEstimator:
         self.delay_samples = None
         self.confidence = 0.0
 
-    def push(self, mic: npt.NDArray[np.float32], reference: npt.NDArray[np.float32]) -> bool:
+    def push(self, mic: npt.NDArray[np.floating], reference: npt.NDArray[np.floating]) -> bool:
         """Add one period (float samples); returns True when the estimate was refreshed."""
-        m = mic.reshape(-1, _DECIMATE).mean(axis=1)
-        r = reference.reshape(-1, _DECIMATE).mean(axis=1)
+        m = mic.reshape(-1, _DECIMATE).sum(axis=1)
+        r = reference.reshape(-1, _DECIMATE).sum(axis=1)
         n = len(m)
         self._mic[:-n] = self._mic[n:]
         self._mic[-n:] = m
@@ -101,5 +101,5 @@ def estimate_delay(mic: _Floats, reference: _Floats, *, max_delay_ms: float = 50
     n = min(len(mic), len(reference)) // period * period
     for start in range(0, n, period):
         end = start + period
-        est.push(mic[start:end].astype(np.float32), reference[start:end].astype(np.float32))
+        est.push(mic[start:end], reference[start:end])
     return est.delay_samples

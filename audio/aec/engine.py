@@ -22,9 +22,8 @@ Pure numpy, vectorised per 10 ms block, frame-synchronous input, 10 ms added lat
    re-learns a moved echo path within a second; a clearly better shadow is copied into
    the main filter and re-opens its uncertainty.
 5. **Residual echo suppressor**: a Wiener-style gain per bin from the residual-echo
-   estimate (the Kalman filter's own misadjustment, and per band how the error power
-   follows the echo estimate's — which near-end speech, uncorrelated with the far end,
-   cannot fake) against the error power, with an overestimate, a release time like
+   estimate — the Kalman filter's own expected misadjustment, which near-end speech
+   cannot inflate — against the error power, with an overestimate, a release time like
    the room's reverberation, and a floor; sqrt-Hann overlap-add.
 """
 
@@ -35,12 +34,11 @@ import numpy.typing as npt
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.delay import DelayEstimator
-from edgevoice.audio.frames import SAMPLE_RATE, Pcm, to_float, to_int16
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm, to_int16
 
 _N = PERIOD_SAMPLES
 _M = 2 * _N
 _F = _N + 1
-_BANDS = np.array([0, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128])
 _Complex = npt.NDArray[np.complex128]
 _Floats = npt.NDArray[np.float64]
 _TAPS = 8  # fractional-delay interpolator
@@ -49,15 +47,6 @@ _MAX_DRIFT = 300e-6 * _N  # samples per block
 _DRIFT_BINS = np.arange(4, 100)
 
 
-def _band_index() -> npt.NDArray[np.intp]:
-    idx = np.zeros(_F, dtype=np.intp)
-    edges = [*_BANDS.tolist(), _F]
-    for b in range(len(edges) - 1):
-        idx[edges[b]:edges[b + 1]] = b
-    return idx
-
-
-_BAND_OF_BIN = _band_index()
 
 
 def _fractional_taps(frac: float) -> _Floats:
@@ -67,6 +56,10 @@ def _fractional_taps(frac: float) -> _Floats:
     return taps / taps.sum()
 
 
+_TAP_STEPS = 512
+_TAP_TABLE = np.stack([_fractional_taps(i / _TAP_STEPS) for i in range(_TAP_STEPS + 1)])
+
+
 class EdgevoiceCanceller(EchoCanceller):
     """Delay + drift tracking, Kalman MDF, shadow NLMS and residual echo suppression."""
 
@@ -74,7 +67,7 @@ class EdgevoiceCanceller(EchoCanceller):
     latency_ms = 1000.0 * _N / SAMPLE_RATE
 
     def __init__(self, *, filter_ms: int = 200, max_delay_ms: int = 500, shadow_ms: int = 80,
-                 suppression_db: float = -40.0, overestimate: float = 3.0,
+                 suppression_db: float = -40.0, overestimate: float = 6.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999) -> None:
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
         self._ks = max(1, min(self._k, round(shadow_ms * SAMPLE_RATE / 1000 / _N)))
@@ -103,22 +96,19 @@ class EdgevoiceCanceller(EchoCanceller):
         self._W: _Complex = np.zeros((k, _F), dtype=np.complex128)
         self._P = np.full((k, _F), self._p_initial)
         self._Ws: _Complex = np.zeros((self._ks, _F), dtype=np.complex128)
+        self._WX: _Complex = np.zeros((2, _F), dtype=np.complex128)
+        self._padded = np.zeros((2, _M))
+        self._shadow_constrain_at = 0
         self._m = np.zeros(_F)
         self._power = np.full(_F, 1e-6)
         self._delta = 1e-4 * _M
         self._constrain_at = 0
         self._residual_lin = np.zeros(_F)
-        self._e_avg = np.zeros(_F)
-        self._y_avg = np.zeros(_F)
-        self._pey = np.zeros(len(_BANDS))
-        self._pyy = np.full(len(_BANDS), 1e-9)
-        self._leak = np.full(len(_BANDS), 0.25)
         self._main_err = 1e-9
         self._shadow_err = 1e-9
         self._mic_err = 1e-9
         self._shadow_wins = 0
-        self._e_prev = np.zeros(_N)
-        self._y_prev = np.zeros(_N)
+        self._frames = np.zeros((1, _M))
         self._ola = np.zeros(_N)
         self._pe_s = np.full(_F, 1e-9)
         self._r_s = np.zeros(_F)
@@ -146,16 +136,16 @@ class EdgevoiceCanceller(EchoCanceller):
         seg = self._ring[start:min(end, len(self._ring))]
         if len(seg) < length + _TAPS - 1:  # the newest samples are not there yet
             seg = np.concatenate((seg, np.zeros(length + _TAPS - 1 - len(seg))))
-        out: _Floats = np.convolve(seg, _fractional_taps(frac), mode="valid")
+        out: _Floats = np.convolve(seg, _TAP_TABLE[round(frac * _TAP_STEPS)], mode="valid")
         return out
 
     # -- the block ----------------------------------------------------------------------
     def process(self, mic: Pcm, reference: Pcm) -> Pcm:
         check_period(mic, reference)
-        d = to_float(mic).astype(np.float64)
-        xr = to_float(reference).astype(np.float64)
+        d = mic.astype(np.float64) * (1.0 / 32768.0)
+        xr = reference.astype(np.float64) * (1.0 / 32768.0)
         self._periods += 1
-        self._delay_est.push(d.astype(np.float32), xr.astype(np.float32))
+        self._delay_est.push(d, xr)
         self._ring[:-_N] = self._ring[_N:]
         self._ring[-_N:] = xr
         self._follow_delay()
@@ -167,20 +157,25 @@ class EdgevoiceCanceller(EchoCanceller):
         self._x_prev = x
         pxk = X.real ** 2 + X.imag ** 2
         self._power = 0.9 * self._power + 0.1 * pxk[0]
-        self._delta = 1e-4 * _M + 0.01 * float(self._power.mean())
+        power_sum = float(self._power.sum())
+        self._delta = 1e-4 * _M + 0.01 * power_sum / _F
         self._far_active = float(pxk.sum()) > 1e-6 * _M * _N * self._k
 
-        y = np.fft.irfft(np.einsum("kf,kf->f", self._W, X))[_N:]
-        ys = np.fft.irfft(np.einsum("kf,kf->f", self._Ws, X[: self._ks]))[_N:]
+        wx = self._WX
+        wx[0] = (self._W * X).sum(axis=0)
+        wx[1] = (self._Ws * X[: self._ks]).sum(axis=0)
+        outputs = np.fft.irfft(wx, axis=1)[:, _N:]
+        y = outputs[0]
+        ys = outputs[1]
         e = d - y
         es = d - ys
         e_energy = float(e @ e)
         es_energy = float(es @ es)
-        E = np.fft.rfft(np.concatenate((np.zeros(_N), e)))
         if self._far_active:
-            Es = np.fft.rfft(np.concatenate((np.zeros(_N), es)))
-            Y = np.fft.rfft(np.concatenate((np.zeros(_N), y)))
-            self._update_leak(E.real ** 2 + E.imag ** 2, Y.real ** 2 + Y.imag ** 2)
+            padded = self._padded
+            padded[0, _N:] = e
+            padded[1, _N:] = es
+            E, Es = np.fft.rfft(padded, axis=1)
             self._adapt(X, pxk, E, Es)
             self._choose(float(d @ d), e_energy, es_energy)
             if self._track_drift:
@@ -188,9 +183,9 @@ class EdgevoiceCanceller(EchoCanceller):
         else:
             self._residual_lin *= 0.5
         if es_energy < 0.5 * e_energy and self._shadow_wins > 0:
-            e, y = es, ys  # the shadow explains the echo better right now (moved path)
+            e = es  # the shadow explains the echo better right now (moved path)
 
-        out = self._suppress(e, y)
+        out = self._suppress(e)
         self._track_stats(d, out)
         return to_int16(out)
 
@@ -249,19 +244,6 @@ class EdgevoiceCanceller(EchoCanceller):
         self._drift_rate = float(np.clip(rate, -_MAX_DRIFT, _MAX_DRIFT))
 
     # -- adaptation ----------------------------------------------------------------------
-    def _update_leak(self, pe: _Floats, py: _Floats) -> None:
-        eh = pe - self._e_avg
-        yh = py - self._y_avg
-        self._e_avg += 0.05 * eh
-        self._y_avg += 0.05 * yh
-        pey = np.add.reduceat(eh * yh, _BANDS)
-        pyy = np.add.reduceat(yh * yh, _BANDS) + 1e-18
-        see = float(pe.sum()) + 1e-12
-        alpha = min(0.02 * float(py.sum()) / see, 0.005)
-        self._pey = (1 - alpha) * self._pey + alpha * pey
-        self._pyy = (1 - alpha) * self._pyy + alpha * pyy
-        self._leak = np.clip(self._pey / self._pyy, 1e-4, 1.0)
-
     def _adapt(self, X: _Complex, pxk: _Floats, E: _Complex, Es: _Complex) -> None:
         # Kalman gain: the filter's uncertainty P against the (smoothed) error power.
         pe = E.real ** 2 + E.imag ** 2
@@ -280,9 +262,11 @@ class EdgevoiceCanceller(EchoCanceller):
         ks = self._ks
         shadow_power = pxk[:ks].sum(axis=0) + self._delta
         self._Ws += np.conj(X[:ks]) * (Es * (0.5 / shadow_power))
-        ws = np.fft.irfft(self._Ws, axis=1)
-        ws[:, _N:] = 0.0
-        self._Ws = np.fft.rfft(ws, axis=1)
+        j = self._shadow_constrain_at
+        ws = np.fft.irfft(self._Ws[j])
+        ws[_N:] = 0.0
+        self._Ws[j] = np.fft.rfft(ws)
+        self._shadow_constrain_at = (j + 1) % ks
 
     def _choose(self, d_energy: float, e_energy: float, es_energy: float) -> None:
         self._mic_err = 0.9 * self._mic_err + 0.1 * d_energy
@@ -304,21 +288,19 @@ class EdgevoiceCanceller(EchoCanceller):
                 self._shadow_err = self._main_err
 
     # -- residual echo suppression ----------------------------------------------------
-    def _suppress(self, e: _Floats, y: _Floats) -> _Floats:
-        win = self._window
-        Ef = np.fft.rfft(np.concatenate((self._e_prev, e)) * win)
-        Yf = np.fft.rfft(np.concatenate((self._y_prev, y)) * win)
-        self._e_prev = e
-        self._y_prev = y
+    def _suppress(self, e: _Floats) -> _Floats:
+        frames = self._frames
+        frames[0, :_N] = frames[0, _N:]
+        frames[0, _N:] = e
+        Ef = np.fft.rfft(frames[0] * self._window)
         pe = Ef.real ** 2 + Ef.imag ** 2
-        py = Yf.real ** 2 + Yf.imag ** 2
-        r = np.maximum(self._leak[_BAND_OF_BIN] * py, self._residual_lin)
+        r = self._residual_lin
         # residual echo decays like the room: keep a slowly released peak
         self._r_s = np.maximum(r, 0.6 * self._r_s)
         self._pe_s = 0.5 * self._pe_s + 0.5 * pe
         gain = np.maximum(self._floor, 1.0 - self._over * self._r_s / (np.maximum(pe, self._pe_s) + 1e-12))
         self._residual = float((gain * gain * self._r_s).sum()) / (_M * _N)
-        frame = np.fft.irfft(Ef * gain) * win
+        frame = np.fft.irfft(Ef * gain) * self._window
         out = self._ola + frame[:_N]
         self._ola = frame[_N:].copy()
         return out
