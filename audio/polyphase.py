@@ -54,6 +54,15 @@ def design_table(up: int, from_rate: int, to_rate: int, *, attenuation_db: float
     return out
 
 
+def _to_int16(samples: Float32) -> Pcm:
+    """Round and saturate in place with plain ufuncs (np.clip's wrapper costs more here)."""
+    np.rint(samples, out=samples)
+    np.maximum(samples, -32768.0, out=samples)
+    np.minimum(samples, 32767.0, out=samples)
+    out: Pcm = samples.astype(np.int16)
+    return out
+
+
 class PolyphaseResampler:
     """Streaming rational-ratio resampler for int16, mono (1-D) or several channels
     (``(frames, channels)``, converted together), with a fixed, small delay."""
@@ -88,8 +97,7 @@ class PolyphaseResampler:
         if self.passthrough:
             if pcm.dtype == np.int16:
                 return pcm
-            same: Pcm = np.clip(np.rint(pcm), -32768, 32767).astype(np.int16)
-            return same
+            return _to_int16(np.asarray(pcm, dtype=np.float32).copy())
         mono = pcm.ndim == 1
         chunk = np.asarray(pcm, dtype=np.float32).reshape(len(pcm), self.channels)
         before = self._consumed
@@ -109,11 +117,7 @@ class PolyphaseResampler:
             out = np.empty((count, self.channels), dtype=np.float32)
             for channel in range(self.channels):
                 out[:, channel] = self._filter(buffer, channel, start, end, before)
-        # Round and saturate with plain ufuncs (np.clip's Python wrapper costs more here).
-        np.rint(out, out=out)
-        np.maximum(out, -32768.0, out=out)
-        np.minimum(out, 32767.0, out=out)
-        result: Pcm = out.astype(np.int16)
+        result = _to_int16(out)
         return result[:, 0] if mono and result.ndim == 2 else result
 
     def _filter(self, buffer: Float32, channel: int, start: int, end: int, before: int) -> Float32:
