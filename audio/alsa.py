@@ -67,6 +67,7 @@ FORMATS = {"S16_LE": "<i2", "S32_LE": "<i4"}
 _NOT_FOUND = (os.strerror(errno.ENOENT), os.strerror(errno.ENODEV))
 _XRUN_TEXTS = (os.strerror(errno.EPIPE), os.strerror(errno.ESTRPIPE))
 _BURST_QUIET_S = 2.0  # an xrun after this long without one starts a new burst
+_MAX_FAILED_READS = 50  # overruns in a row before the device counts as lost
 
 
 class PcmLike(Protocol):
@@ -235,6 +236,7 @@ class AlsaBackend(AudioBackend):
 
     def read(self) -> Captured:
         capture = self._require(self._capture)
+        failed = 0
         while not self._ready:
             try:
                 count, data = capture.read()
@@ -244,6 +246,10 @@ class AlsaBackend(AudioBackend):
                 # -EPIPE: an overrun; pyalsaaudio has already prepared the PCM again.
                 self.stats.overruns += 1
                 self._overrun_log.note(self.stats.overruns)
+                failed += 1
+                if failed >= _MAX_FAILED_READS:
+                    raise DeviceLostError(f"the ALSA capture device {self.capture_device!r} returned "
+                                          f"no audio {failed} times in a row; reconnecting")
                 continue
             self._push_capture(data)
         mic, loopback = self._ready.popleft()

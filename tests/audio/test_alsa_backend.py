@@ -278,6 +278,15 @@ def test_overruns_are_counted_logged_once_per_burst_and_recovered(
     assert len([r for r in caplog.records if "overrun" in r.getMessage()]) == 1
 
 
+def test_a_device_that_only_overruns_counts_as_lost(alsa_devices: AlsaDevices, tmp_path: Path) -> None:
+    mic = write_raw(tmp_path / "mic.raw", np.zeros((20 * P, 1), np.int16))
+    backend = AlsaBackend(P, capture_device=alsa_devices.mic(mic, 1), playback_device=alsa_devices.null,
+                          paced=False, pcm_factory=_faulty({"overrun_reads": set(range(1, 1000))}))
+    with backend, pytest.raises(DeviceLostError):
+        backend.read()
+    assert backend.stats.overruns == 50
+
+
 def test_a_broken_pipe_on_write_is_an_underrun_that_recovers(alsa_devices: AlsaDevices,
                                                              tmp_path: Path) -> None:
     silence = write_raw(tmp_path / "mic.raw", np.zeros((20 * P, 1), np.int16))
