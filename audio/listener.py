@@ -218,6 +218,15 @@ class Listener:
             self._handle(self.endpointer.end_turn(), events)
         return events
 
+    def start_turn_now(self) -> list[HearingEvent]:
+        """Open a turn now, pre-roll included, and let the VAD end it: a button press
+        while idle (outside push-to-talk) or a barge-in the endpointer did not open."""
+        events: list[HearingEvent] = []
+        if not self._enabled or self.endpointer.in_turn:
+            return events
+        self._open_turn(events, pre_roll=True, timeout_s=self.wake_timeout_s)
+        return events
+
     def close(self) -> None:
         self._cancel_session()
 

@@ -55,7 +55,7 @@ class BargeInMonitor:
                 reference_ok=reference_ok,
             ))
             if update.mode_changed:
-                _LOGGER.info("barge-in mode: %s", update.mode)
+                _LOGGER.debug("barge-in mode: %s", update.mode)
                 if self.on_mode is not None:
                     self.on_mode(update.mode)
             if update.decision is not Decision.NONE:

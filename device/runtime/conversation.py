@@ -19,7 +19,6 @@ become the next turn) or the device's own echo (ignored).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -99,6 +98,7 @@ class Conversation:
         earcons: Earcons,
         barge_in: BargeInMonitor,
         settings: ConversationSettings,
+        clock: AudioClock,
         on_state: Callable[[State], None] | None = None,
     ) -> None:
         self.bus = bus
@@ -111,7 +111,7 @@ class Conversation:
         self.settings = settings
         self.on_state = on_state
         self.state = State.IDLE
-        self.clock = AudioClock()
+        self.clock = clock
         self.counters = Counters()
         self.percentiles = RunningPercentiles()
         self.last_metrics: dict[str, Any] | None = None
@@ -136,7 +136,6 @@ class Conversation:
         idle = asyncio.create_task(self._idle_reset(), name="conversation-idle-reset")
         try:
             async for frame in frames:
-                self.clock.on_frame(frame.end_s)
                 result = await loop.run_in_executor(self._executor, self.front.process, frame)
                 await self._on_front(result)
         finally:
@@ -408,10 +407,9 @@ class Conversation:
         turn.timeline.mark(Mark.REQUEST_SENT, self.clock.now())
         self.bus.emit(EventType.REPLY_REQUESTED, utterance_id=turn.timeline.turn_id,
                       session_id=self.agent.session_id, provider=self.agent.provider)
-        async with contextlib.aclosing(self.agent.reply(user)) as deltas:
-            async for delta in deltas:
-                turn.timeline.mark(Mark.FIRST_TEXT, self.clock.now())
-                yield delta
+        async for delta in self.agent.reply(user):
+            turn.timeline.mark(Mark.FIRST_TEXT, self.clock.now())
+            yield delta
 
     async def _run_reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool = True) -> None:
         outcome = await self.replies.speak(deltas, turn.timeline.turn_id)
@@ -432,7 +430,7 @@ class Conversation:
         else:
             await self.feed(Input.REPLY_DONE)
             if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0:
-                self.front.control(lambda listener: _none(listener.open_follow_up()))
+                self.front.control(_open_follow_up)
 
     async def _interrupt(self, *, onset: float, reason: str) -> None:
         turn = self._reply_turn
@@ -532,7 +530,8 @@ async def _once(text: str) -> AsyncIterator[str]:
     yield text
 
 
-def _none(_: object) -> list[HearingEvent]:
+def _open_follow_up(listener: Listener) -> list[HearingEvent]:
+    listener.open_follow_up()
     return []
 
 

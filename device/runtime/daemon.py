@@ -19,6 +19,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from edgevoice.device.runtime.bargein import build_barge_in
 from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
 from edgevoice.device.runtime.frontend import FrontEnd
 from edgevoice.device.runtime.state import ListenMode, State
-from edgevoice.device.runtime.tasks import cancel_task
+from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.sdnotify import Notifier
 from edgevoice.device.speaking import build_synthesizer, reply_speaker
 
@@ -139,6 +140,8 @@ class Daemon(DeviceActions):
         self._closers.append(front.close)
         synthesizer = await asyncio.to_thread(build_synthesizer, config.tts, config.models.dir or None)
         self._closers.append(synthesizer.close)
+        # The first synthesis pays for onnxruntime's lazy set-up: not the first reply's job.
+        await asyncio.to_thread(synthesizer.engine.warm_up)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
         earcons = Earcons(self.speaker, _enabled_earcons(config), config.earcons.level)
         self.agent = build_agent(config, self)
@@ -151,6 +154,7 @@ class Daemon(DeviceActions):
             earcons=earcons,
             barge_in=build_barge_in(config.barge_in, front.canceller, self._on_barge_in_mode),
             settings=conversation_settings(config),
+            clock=AudioClock(self._audio_time),
             on_state=self._on_state,
         )
         self.duplex = DuplexLoop(
@@ -158,7 +162,7 @@ class Daemon(DeviceActions):
             self.speaker,
             queue_periods=config.audio.queue_periods,
             reconnect_max_s=config.audio.reconnect_max_s,
-            on_event=lambda type_, data: self.bus.emit(type_, **data),
+            on_event=self._on_audio_event,
         )
         self._open_gpio(loop)
         self.duplex.start(loop)  # opens the devices; a wrong name raises here
@@ -229,8 +233,7 @@ class Daemon(DeviceActions):
             self._closers.append(lambda: _remove_signals(loop))
 
     def _reload_soon(self) -> None:
-        task = asyncio.ensure_future(self.reload())
-        self._closers.append(lambda: task.cancel())
+        self._spawn(self.reload())
 
     # --- GPIO -------------------------------------------------------------------------
 
@@ -267,6 +270,12 @@ class Daemon(DeviceActions):
         elif event is ButtonEvent.DOUBLE_PRESSED and self.config.gpio.double_press_mutes:
             self._spawn(self.mute(not conversation.muted))
 
+    def _audio_time(self) -> float:
+        return self.duplex.audio_time_s if self.duplex is not None else 0.0
+
+    def _on_audio_event(self, type_: str, data: dict[str, Any]) -> None:
+        self.bus.emit(type_, **data)
+
     def _on_barge_in_mode(self, mode: Any) -> None:
         # Without a working echo reference the device must not interrupt itself: say so.
         self.bus.emit(EventType.BARGE_IN_MODE, mode=str(mode))
@@ -291,8 +300,8 @@ class Daemon(DeviceActions):
     async def _start_mqtt(self) -> None:
         from edgevoice.device.mqtt.bridge import MqttBridge
 
-        self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus, self,
-                               self.telemetry)
+        self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus,
+                               FleetCommands(self), self.telemetry)
         await self.mqtt.start()
 
     def telemetry(self) -> Mapping[str, Any]:
@@ -307,7 +316,7 @@ class Daemon(DeviceActions):
 
     # --- DeviceActions (agent tools) and CommandTarget (fleet commands) ----------------
 
-    async def set_volume(self, level: float) -> float:  # type: ignore[override]
+    async def set_volume(self, level: float) -> float:
         assert self.speaker is not None
         self.speaker.volume = level
         self.bus.emit(EventType.VOLUME_CHANGED, level=self.speaker.volume)
@@ -347,8 +356,8 @@ class Daemon(DeviceActions):
         return to_dict(self.config, redact=True)
 
     async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
-        from edgevoice.device.config.persist import persist_patch
         from edgevoice.device.config.loader import parse_override, read_toml
+        from edgevoice.device.config.persist import persist_patch
 
         target = self._writable_config_path()
         below = [(str(p), read_toml(p)) for p in self._lower_layers(target)]
@@ -383,9 +392,10 @@ class Daemon(DeviceActions):
         loop.call_later(0.5, self.stop)  # let the command's answer go out first
 
     async def fetch_model(self, name: str) -> dict[str, Any]:
-        from edgevoice.device.mqtt.commands import fetch_model_in_thread
+        from edgevoice.models import fetch_model
 
-        return await fetch_model_in_thread(name, self.config.models.dir or None)
+        location = await asyncio.to_thread(fetch_model, name, self.config.models.dir or None)
+        return location.as_dict()
 
     async def state(self) -> dict[str, Any]:
         conversation = self.conversation
@@ -446,6 +456,46 @@ class Daemon(DeviceActions):
             _LOGGER.info("%s %s", event.type, event.data)
 
 
+class FleetCommands:
+    """The daemon as MQTT fleet commands see it (``CommandTarget``)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self._daemon = daemon
+
+    async def say(self, text: str) -> None:
+        await self._daemon.say(text)
+
+    async def interrupt(self) -> None:
+        await self._daemon.interrupt()
+
+    async def reset_session(self) -> None:
+        await self._daemon.reset_session()
+
+    async def set_volume(self, level: float) -> None:
+        await self._daemon.set_volume(level)
+
+    async def mute(self, mic: bool) -> None:
+        await self._daemon.mute(mic)
+
+    async def get_config(self) -> dict[str, Any]:
+        return await self._daemon.get_config()
+
+    async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
+        return await self._daemon.set_config(patch)
+
+    async def reload(self) -> None:
+        await self._daemon.reload()
+
+    async def restart(self) -> None:
+        await self._daemon.restart()
+
+    async def fetch_model(self, name: str) -> dict[str, Any]:
+        return await self._daemon.fetch_model(name)
+
+    async def state(self) -> dict[str, Any]:
+        return await self._daemon.state()
+
+
 def build_front_end(config: Config) -> FrontEnd:
     """The echo canceller and the hearing pipeline from config (loads the models)."""
     from edgevoice.device.aec_setup import build_canceller
@@ -463,9 +513,6 @@ def _named_pin_factory(name: str) -> Any:
     if not name:
         return None
     try:
-        import gpiozero.pins as pins  # noqa: F401
-        from importlib import import_module
-
         module, cls = {
             "lgpio": ("gpiozero.pins.lgpio", "LGPIOFactory"),
             "rpigpio": ("gpiozero.pins.rpigpio", "RPiGPIOFactory"),

@@ -152,7 +152,7 @@ async def run_demo(loaded: LoadedConfig, out_dir: Path, script: tuple[Line, ...]
     config = loaded.config
     report = DemoReport()
     voices = await asyncio.to_thread(synthesize_lines, config.tts.voice, config.models.dir or None, script)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
     room = SimulatedRoom(
         int(16000 * config.audio.period_ms / 1000),
         speed=config.room.speed,

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 _LOGGER = logging.getLogger(__name__)
@@ -31,25 +32,20 @@ async def cancel_task(task: asyncio.Task[Any] | None, timeout_s: float = 5.0) ->
 
 
 class AudioClock:
-    """Maps the event loop's monotonic time onto the duplex loop's audio clock.
+    """The audio clock as the event loop sees it.
 
-    Every frame that reaches the conversation says where the audio clock stood when it
-    arrived; a moment in between is that plus the real time elapsed since. With the
-    room at speed 0 the audio clock runs ahead of real time, and stage durations taken
-    from it mean what the audio did, not what the wall clock did.
+    ``source`` is the duplex loop's own position (seconds of capture read so far), so
+    "now" is where the audio is, not where the front end's processing has got to. A
+    past ``time.monotonic()`` stamp is mapped back at real-time speed, which is what
+    the audio clock runs at on a device and in the room at speed 1.
     """
 
-    def __init__(self) -> None:
-        self._audio_s = 0.0
-        self._mono = time.monotonic()
-
-    def on_frame(self, end_s: float) -> None:
-        self._audio_s = end_s
-        self._mono = time.monotonic()
+    def __init__(self, source: Callable[[], float]) -> None:
+        self._source = source
 
     def now(self) -> float:
-        return self.at(time.monotonic())
+        return self._source()
 
     def at(self, mono: float) -> float:
-        """Audio time of a ``time.monotonic()`` stamp (never before the last frame)."""
-        return self._audio_s + max(0.0, mono - self._mono)
+        """Audio time of a ``time.monotonic()`` stamp taken earlier."""
+        return self._source() - max(0.0, time.monotonic() - mono)
