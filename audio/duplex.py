@@ -127,6 +127,7 @@ class DuplexLoop:
         self._max_iteration = 0.0
         self._max_iteration_cpu = 0.0
         self._thread_cpu = 0.0
+        self._cpu_start = 0.0
 
     # --- control ------------------------------------------------------------------------------
 
@@ -210,18 +211,21 @@ class DuplexLoop:
                 continue
             yield frame
 
-    def _wake_consumer_locked(self) -> None:
-        if self._consumer_waiting and self._wake is not None and self._loop is not None:
-            self._consumer_waiting = False
+    def _wake_consumer(self) -> None:
+        wake, loop = self._wake, self._loop
+        if wake is not None and loop is not None:
             try:
-                self._loop.call_soon_threadsafe(self._wake.set)
+                loop.call_soon_threadsafe(wake.set)
             except RuntimeError:  # the event loop is closed: nobody is listening
                 pass
 
     def _finish(self) -> None:
         with self._lock:
             self._finished = True
-            self._wake_consumer_locked()
+            waiting = self._consumer_waiting
+            self._consumer_waiting = False
+        if waiting:
+            self._wake_consumer()
 
     def _emit(self, type_: str, data: dict[str, Any]) -> None:
         callback, loop = self.on_event, self._loop
@@ -235,7 +239,7 @@ class DuplexLoop:
     # --- the audio thread -------------------------------------------------------------------------
 
     def _run(self) -> None:
-        cpu_start = time.thread_time()
+        self._cpu_start = time.thread_time()
         try:
             while not self._stopping.is_set():
                 try:
@@ -248,9 +252,8 @@ class DuplexLoop:
                 except Exception as err:  # a bug or an unexpected backend failure
                     _LOGGER.exception("the audio loop failed on %s; reopening", self.backend.name)
                     self._recover(err)
-                finally:
-                    self._thread_cpu = time.thread_time() - cpu_start
         finally:
+            self._thread_cpu = time.thread_time() - self._cpu_start
             self._finish()
 
     def _iterate(self) -> None:
@@ -264,13 +267,20 @@ class DuplexLoop:
         reference = captured.loopback if captured.loopback is not None else out
         frame = DuplexFrame(self._index, captured.mic, reference)
         self._index += 1
-        elapsed = self._deliver(frame, started)
-        self._max_iteration = max(self._max_iteration, elapsed)
-        self._max_iteration_cpu = max(self._max_iteration_cpu, time.thread_time() - cpu_started)
+        elapsed, wake = self._deliver(frame, started)
         self._report_counters()
+        cpu_now = time.thread_time()
+        self._max_iteration = max(self._max_iteration, elapsed)
+        self._max_iteration_cpu = max(self._max_iteration_cpu, cpu_now - cpu_started)
+        self._thread_cpu = cpu_now - self._cpu_start
+        if wake:
+            # Last, so this thread is back in read() (without the GIL) when the
+            # event loop wakes up to take the frame.
+            self._wake_consumer()
 
-    def _deliver(self, frame: DuplexFrame, started: float) -> float:
-        """Queue one frame; returns the iteration's working time (without waiting for room)."""
+    def _deliver(self, frame: DuplexFrame, started: float) -> tuple[float, bool]:
+        """Queue one frame. Returns the iteration's working time so far (without waiting
+        for room) and whether the consumer is waiting to be woken."""
         with self._lock:
             elapsed = time.perf_counter() - started
             if len(self._queue) >= self.queue_periods:
@@ -281,11 +291,12 @@ class DuplexLoop:
                     while len(self._queue) >= self.queue_periods and not self._stopping.is_set():
                         self._space.wait(0.5)
                     if self._stopping.is_set():
-                        return elapsed
+                        return elapsed, False
             self._queue.append(frame)
             self._frames += 1
-            self._wake_consumer_locked()
-        return elapsed
+            wake = self._consumer_waiting
+            self._consumer_waiting = False
+        return elapsed, wake
 
     def _report_counters(self) -> None:
         stats = self.backend.stats
