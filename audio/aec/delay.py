@@ -26,7 +26,7 @@ class DelayEstimator:
     """GCC-PHAT over decimated signals with a time-averaged cross-spectrum."""
 
     def __init__(self, *, max_delay_ms: float = 500.0, window: int = 1024, hop_periods: int = 16,
-                 smoothing: float = 0.85, min_confidence: float = 6.0) -> None:
+                 smoothing: float = 0.85, min_confidence: float = 15.0) -> None:
         rate = SAMPLE_RATE // _DECIMATE
         self._max_lag = int(max_delay_ms * rate / 1000)
         self._window = window

@@ -1,0 +1,113 @@
+"""Each echo canceller runs and removes echo on a short synthetic scenario."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from support.aec import echo_scenario, erle_db
+
+from edgevoice.audio.aec import AecError, create_canceller
+from edgevoice.audio.aec.speex import load_speexdsp
+
+
+def _speex_available() -> bool:
+    try:
+        load_speexdsp()
+    except AecError:
+        return False
+    return True
+
+
+def test_edgevoice_removes_echo_and_reports_stats() -> None:
+    mic, ref = echo_scenario(seconds=6.0, delay_ms=120.0)
+    aec = create_canceller("edgevoice")
+    out = aec.process_signal(mic, ref)
+    assert len(out) == len(mic)
+    assert erle_db(mic, out, 3.0, aec.latency_ms) > 25.0
+    stats = aec.stats
+    assert stats.delay_ms is not None and abs(stats.delay_ms - 120.0) < 3.0
+    assert stats.converged and stats.reference_ok
+    assert stats.erle_db is not None and stats.erle_db > 15.0
+
+
+def test_edgevoice_keeps_the_near_end_when_the_far_end_is_silent() -> None:
+    near, _ = echo_scenario(seconds=3.0, delay_ms=0.0, seed=5)
+    aec = create_canceller("edgevoice")
+    out = aec.process_signal(near, np.zeros_like(near))
+    lat = int(aec.latency_ms * 16)
+    a = near[: len(near) - lat].astype(np.float64)
+    b = out[lat:].astype(np.float64)
+    assert abs(10 * np.log10((a @ a) / (b @ b))) < 0.5
+    assert not aec.stats.reference_ok  # nothing played: no evidence the reference works
+
+
+def test_edgevoice_reset_forgets_the_path() -> None:
+    mic, ref = echo_scenario(seconds=3.0, delay_ms=40.0)
+    aec = create_canceller("edgevoice")
+    aec.process_signal(mic, ref)
+    assert aec.stats.delay_ms is not None
+    aec.reset()
+    assert aec.stats.delay_ms is None and aec.stats.periods == 0
+
+
+def test_wrong_period_length_is_refused() -> None:
+    aec = create_canceller("edgevoice")
+    with pytest.raises(AecError):
+        aec.process(np.zeros(320, np.int16), np.zeros(320, np.int16))
+
+
+def test_unknown_engine_is_refused() -> None:
+    with pytest.raises(AecError, match="choose one of"):
+        create_canceller("magic")
+
+
+def test_passthrough_changes_nothing_and_never_claims_a_reference() -> None:
+    mic, ref = echo_scenario(seconds=1.0)
+    aec = create_canceller("none")
+    out = aec.process_signal(mic, ref)
+    assert np.array_equal(out, mic[: len(out)])
+    assert not aec.stats.reference_ok
+
+
+@pytest.mark.skipif(not _speex_available(), reason="libspeexdsp.so.1 is not installed (apt libspeexdsp1)")
+def test_speex_removes_echo() -> None:
+    mic, ref = echo_scenario(seconds=6.0, delay_ms=40.0)
+    aec = create_canceller("speex", filter_ms=200)
+    out = aec.process_signal(mic, ref)
+    assert erle_db(mic, out, 3.0) > 10.0
+    delay = aec.stats.delay_ms
+    assert delay is not None and abs(delay - 40.0) < 5.0
+    aec.reset()
+    aec.close()
+
+
+_WEBRTC_CHILD = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    from support.aec import echo_scenario, erle_db
+    from edgevoice.audio.aec import create_canceller
+    mic, ref = echo_scenario(seconds=6.0, delay_ms=60.0)
+    aec = create_canceller("webrtc")
+    out = aec.process_signal(mic, ref)
+    print(json.dumps({"erle": erle_db(mic, out, 3.0), "stats_erle": aec.stats.erle_db}))
+    sys.stdout.flush()
+    os._exit(0)  # livekit's runtime can abort during interpreter teardown
+""")
+
+
+def test_webrtc_removes_echo_in_a_child_process() -> None:
+    pytest.importorskip("livekit.rtc",
+                        reason="livekit is not installed (pip install 'edgevoice[aec-reference]')")
+    tests_dir = os.path.dirname(os.path.dirname(__file__))
+    proc = subprocess.run([sys.executable, "-c", _WEBRTC_CHILD, tests_dir], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["erle"] > 15.0
+    assert result["stats_erle"] is not None
