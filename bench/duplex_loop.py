@@ -208,7 +208,8 @@ def main() -> None:
     for name, r in rows:
         cells = (f"{r['thread_pct']:.2f}", f"{r['process_pct']:.2f}",
                  "-" if r["worst_cpu_ms"] != r["worst_cpu_ms"] else f"{r['worst_cpu_ms']:.2f}",
-                 "-" if r["worst_ms"] != r["worst_ms"] else f"{r['worst_ms']:.2f} / {r['worst_of_all_ms']:.2f}",
+                 "-" if r["worst_ms"] != r["worst_ms"]
+                 else f"{r['worst_ms']:.2f} / {r['worst_of_all_ms']:.2f}",
                  f"{r['speed']:.0f}" if r["speed"] else "-")
         print(f"| {name:<{width}} | " + " | ".join(f"{c:>{len(h)}}" for c, h in zip(cells, head, strict=True))
               + " |")
