@@ -53,7 +53,8 @@ def _fractional_taps(frac: float) -> _Floats:
     """8-tap Hann-windowed sinc that delays by ``frac`` (0..1) samples."""
     t = np.arange(_TAPS) - (_TAPS // 2 - 1) - frac
     taps: _Floats = np.sinc(t) * (0.5 + 0.5 * np.cos(np.pi * t / (_TAPS // 2 + 1)))
-    return taps / taps.sum()
+    normalised: _Floats = taps / taps.sum()
+    return normalised
 
 
 _TAP_STEPS = 512

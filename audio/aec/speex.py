@@ -15,6 +15,7 @@ import ctypes.util
 import logging
 
 import numpy as np
+import numpy.typing as npt
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecError, AecStats, EchoCanceller, check_period
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
@@ -127,13 +128,14 @@ class SpeexCanceller(EchoCanceller):
             self._erle = 10.0 * float(np.log10(self._mic_power / max(self._out_power, 1e-3)))
         return out
 
-    def impulse_response(self) -> np.ndarray:
+    def impulse_response(self) -> npt.NDArray[np.float64]:
         """The adaptive filter's current impulse response (its peak gives the delay)."""
         size = ctypes.c_int(0)
         self._lib.speex_echo_ctl(self._echo, _ECHO_GET_IMPULSE_RESPONSE_SIZE, ctypes.byref(size))
         buf = (ctypes.c_int32 * size.value)()
         self._lib.speex_echo_ctl(self._echo, _ECHO_GET_IMPULSE_RESPONSE, buf)
-        return np.frombuffer(buf, dtype=np.int32).astype(np.float64)
+        taps: npt.NDArray[np.float64] = np.array(buf, dtype=np.float64)
+        return taps
 
     def reset(self) -> None:
         self.close()
