@@ -22,6 +22,18 @@ from support.mqtt_fakes import Observer, await_until, running_device
 from edgevoice.device.events import EventType
 
 
+async def retained(broker: Broker, topic_filter: str, count: int = 1) -> list[Any]:
+    """What a client subscribing now gets: only retained messages, flagged so."""
+    late = Observer(broker)
+    try:
+        late.subscribe(topic_filter)
+        hits = await late.await_for(lambda m: True, count=count)
+        assert all(m.retain for m in hits), [m.topic for m in hits if not m.retain]
+        return hits
+    finally:
+        late.close()
+
+
 @pytest.fixture
 def observer(broker: Broker) -> Any:
     obs = Observer(broker)
@@ -47,10 +59,10 @@ async def request(obs: Observer, topic: str, body: Any, reply: str = "edgevoice/
 
 async def test_status_online_retained_then_offline_on_stop(broker: Broker, observer: Observer,
                                                           tmp_path: Path) -> None:
+    observer.subscribe("edgevoice/dev1/status")
     async with running_device(broker, "dev1", tmp_path, group="kitchen", name="Kitchen"):
-        observer.subscribe("edgevoice/dev1/status")  # subscribed after: proves retain
-        online = (await observer.await_on("edgevoice/dev1/status"))[0]
-        assert online.retain
+        await observer.await_on("edgevoice/dev1/status")
+        online = (await retained(broker, "edgevoice/dev1/status"))[0]
         status = online.json()
         assert status["state"] == "online"
         assert status["group"] == "kitchen"
@@ -89,11 +101,10 @@ def test_last_will_when_the_device_process_is_killed(broker: Broker, observer: O
 
 async def test_state_is_retained_and_republished_on_change(broker: Broker, observer: Observer,
                                                           tmp_path: Path) -> None:
+    observer.subscribe("edgevoice/dev1/state")
     async with running_device(broker, "dev1", tmp_path) as (_, target, _bus):
-        await asyncio.sleep(0.1)
-        observer.subscribe("edgevoice/dev1/state")
-        first = (await observer.await_on("edgevoice/dev1/state"))[0]
-        assert first.retain
+        await observer.await_on("edgevoice/dev1/state")
+        first = (await retained(broker, "edgevoice/dev1/state"))[0]
         assert first.json()["state"] == "idle"
         assert first.json()["volume"] == 1.0
         assert first.json()["provider"] == "local"
@@ -343,13 +354,13 @@ async def test_tls_with_the_right_ca_connects_and_a_wrong_ca_is_refused(
 
 
 async def test_home_assistant_discovery(broker: Broker, observer: Observer, tmp_path: Path) -> None:
+    observer.subscribe("homeassistant/#")
     async with running_device(broker, "dev1", tmp_path, name="Kitchen", homeassistant_discovery=True) as (
         _, target, _bus
     ):
-        observer.subscribe("homeassistant/#")
-        configs = await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=8)
+        await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=8)
+        configs = await retained(broker, "homeassistant/#", count=8)
         by_topic = {m.topic: m.json() for m in configs}
-        assert all(m.retain for m in configs)
         components = sorted(t.split("/")[1] for t in by_topic)
         assert components == ["button", "button", "number", "sensor", "sensor", "sensor", "sensor", "switch"]
         switch = by_topic["homeassistant/switch/dev1/mic_mute/config"]

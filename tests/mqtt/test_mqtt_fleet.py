@@ -51,11 +51,15 @@ async def test_fleet_list_and_send(broker: Broker, tmp_path: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     config = str(operator_config(broker, tmp_path))
     quiet = silent_device(broker, "dev4")
+    watch = Observer(broker)
+    watch.subscribe("edgevoice/+/telemetry", "edgevoice/+/state")
     try:
         async with AsyncExitStack() as stack:
             for user, group in (("dev1", "kitchen"), ("dev2", "kitchen"), ("dev3", "hall")):
                 await stack.enter_async_context(running_device(broker, user, tmp_path, group=group))
-            await asyncio.sleep(0.3)  # first telemetry out
+            for user in ("dev1", "dev2", "dev3"):  # their first telemetry and state are out
+                await watch.await_on(f"edgevoice/{user}/telemetry")
+                await watch.await_on(f"edgevoice/{user}/state")
             capsys.readouterr()
 
             assert await run_cli("fleet", "list", "--config", config, "--json") == 0
@@ -93,6 +97,7 @@ async def test_fleet_list_and_send(broker: Broker, tmp_path: Path,
             assert "dev3  error  invalid_argument" in capsys.readouterr().out
     finally:
         quiet.close()
+        watch.close()
 
 
 async def test_fleet_send_over_mqtt311_and_to_an_offline_device(broker: Broker, tmp_path: Path) -> None:
