@@ -310,10 +310,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
-async def fetch_model_in_thread(name: str) -> dict[str, Any]:
+async def fetch_model_in_thread(name: str, models_dir: str | Path | None = None) -> dict[str, Any]:
     """Fetch ``name`` with the model registry (``edgevoice.models.fetch_model``) in a
-    worker thread, so a download never blocks the event loop. For runtimes that
-    implement :meth:`CommandTarget.fetch_model`."""
+    worker thread, so a download never blocks the event loop; the registry's errors
+    (``model_not_found``, ``model_download_failed``, …) pass through with their codes.
+    For runtimes that implement :meth:`CommandTarget.fetch_model`."""
     try:
         from edgevoice import models
     except ImportError as err:  # pragma: no cover - models is part of the package
@@ -325,6 +326,6 @@ async def fetch_model_in_thread(name: str) -> dict[str, Any]:
             "this build has no model registry (edgevoice.models.fetch_model); update edgevoice",
             code="model_registry_unavailable",
         )
-    result = await asyncio.to_thread(fetch, name)
+    result = await asyncio.to_thread(fetch, name, models_dir)
     plain = _plain(result)
     return plain if isinstance(plain, dict) else {"name": name, "result": plain}

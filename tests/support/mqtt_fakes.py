@@ -25,19 +25,18 @@ from edgevoice.device.config.persist import persist_patch
 from edgevoice.device.config.schema import DeviceConfig, MqttConfig
 from edgevoice.device.events import EventBus, EventType
 from edgevoice.device.mqtt import MqttBridge
-from edgevoice.device.mqtt.commands import CommandTarget
+from edgevoice.device.mqtt.commands import CommandTarget, fetch_model_in_thread
 from edgevoice.device.mqtt.telemetry import TelemetrySource
-from edgevoice.errors import EdgeVoiceError
 
 
 class FakeTarget(CommandTarget):
     """Implements the runtime's side for real: state held here, config persisted to a
     real file with :func:`persist_patch`, events emitted on the bus."""
 
-    def __init__(self, bus: EventBus, config_path: Path, models: dict[str, str] | None = None) -> None:
+    def __init__(self, bus: EventBus, config_path: Path) -> None:
         self.bus = bus
         self.config_path = config_path
-        self.models = models or {"vosk-small-en": "/models/vosk-small-en"}
+        self.models_dir = config_path.parent / "models"
         self.conversation = "idle"
         self.volume = 1.0
         self.mic_muted = False
@@ -91,10 +90,9 @@ class FakeTarget(CommandTarget):
         self.restarts += 1
 
     async def fetch_model(self, name: str) -> dict[str, Any]:
-        if name not in self.models:
-            raise EdgeVoiceError(f"no model named {name!r} in the manifest", code="model_not_found")
+        result = await fetch_model_in_thread(name, self.models_dir)  # the real registry
         self.fetched.append(name)
-        return {"name": name, "path": self.models[name]}
+        return result
 
     async def state(self) -> dict[str, Any]:
         return {
