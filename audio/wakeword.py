@@ -136,6 +136,7 @@ class WakeWordDetector:
         self._out_scale, self._out_zero = (float(out["quantization"][0]), int(out["quantization"][1]))
         if self._in_scale == 0.0 or self._out_scale == 0.0:
             raise WakeWordError(f"{self.manifest.model_path}: expected a quantised microWakeWord model")
+        self._in_factor = np.float32(1.0 / self._in_scale)
         self.threshold = self.manifest.probability_cutoff if threshold is None else threshold
         self.window = self.manifest.sliding_window_size if window is None else window
         self.refractory_s = self.manifest.refractory_s if refractory_s is None else refractory_s
@@ -158,7 +159,8 @@ class WakeWordDetector:
         return self.manifest.name
 
     def process(self, pcm: Pcm) -> list[WakeWordDetection]:
-        data = self._pending + pcm.astype("<i2").tobytes()
+        raw = pcm.tobytes() if pcm.dtype == np.dtype("<i2") else pcm.astype("<i2").tobytes()
+        data = self._pending + raw if self._pending else raw
         step_bytes = FEATURE_STEP_SAMPLES * 2
         offset = 0
         detections: list[WakeWordDetection] = []
@@ -180,9 +182,9 @@ class WakeWordDetector:
         return detections
 
     def _infer(self) -> float:
-        rows = np.asarray(self._rows, dtype=np.float32).reshape(1, self._stride, -1)
+        rows = np.asarray(self._rows, dtype=np.float32)
         self._rows.clear()
-        quantised = np.round(rows / self._in_scale + self._in_zero).astype(self._in_dtype)
+        quantised = np.round(rows[None] * self._in_factor + self._in_zero).astype(self._in_dtype)
         self._interpreter.set_tensor(self._in_index, quantised)
         self._interpreter.invoke()
         raw = self._interpreter.get_tensor(self._out_index)
