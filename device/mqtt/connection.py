@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -255,6 +256,7 @@ class MqttConnection:
             _LOGGER.warning("MQTT broker %s refused the connection: %s", self.address.host, reason)
             return
         self.connects += 1
+        self.last_error = ""
         set_nodelay(client)
         if self._subscriptions:
             client.subscribe([(topic, 1) for topic in self._subscriptions])
@@ -288,8 +290,18 @@ class MqttConnection:
             _LOGGER.warning("MQTT connection to %s lost (%s); reconnecting", self.address.host, reason)
 
     def _handle_connect_fail(self, client: mqtt.Client, userdata: object) -> None:
-        self.last_error = "connection failed"
-        _LOGGER.debug("MQTT connection attempt to %s failed", self.address.host)
+        # paho calls this from inside its `except OSError` block: the error is current.
+        err = sys.exc_info()[1]
+        reason = f"{type(err).__name__}: {err}" if err is not None else "connection failed"
+        if reason != self.last_error:
+            _LOGGER.warning(
+                "cannot connect to the MQTT broker %s:%d (%s); retrying every %g-%g s",
+                self.address.host, self.address.port, reason,
+                self.config.reconnect_min_s, self.config.reconnect_max_s,
+            )
+        else:
+            _LOGGER.debug("MQTT connection attempt failed again: %s", reason)
+        self.last_error = reason
 
     def _handle_message(self, client: mqtt.Client, userdata: object, message: mqtt.MQTTMessage) -> None:
         if self._on_message is not None:

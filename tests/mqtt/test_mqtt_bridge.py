@@ -353,6 +353,7 @@ async def test_tls_with_the_right_ca_connects_and_a_wrong_ca_is_refused(
         await asyncio.sleep(1.0)
         assert not bridge.connected
         assert bridge.connection.connects == 0
+        assert "CERTIFICATE_VERIFY_FAILED" in bridge.connection.last_error
     assert not [m for m in observer.messages if m.topic == "edgevoice/dev2/status"]
 
 
