@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -35,16 +36,20 @@ def silent_device(broker: Broker, user: str) -> Observer:
     return client
 
 
-async def run_cli(*argv: str) -> int:
+@pytest.fixture(autouse=True)
+def restore_logging() -> Iterator[None]:
+    """main() logs to this test's captured stderr; don't keep that handler afterwards."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    try:
-        return await asyncio.to_thread(main, list(argv))
-    finally:  # main() logs to the captured stderr of this test; don't keep that handler
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-        root.setLevel(level)
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers:
+            root.removeHandler(handler)
+    root.setLevel(level)
+
+
+async def run_cli(*argv: str) -> int:
+    return await asyncio.to_thread(main, list(argv))
 
 
 async def test_fleet_list_and_send(broker: Broker, tmp_path: Path,
@@ -128,3 +133,15 @@ async def test_fleet_refuses_bad_credentials(broker: Broker, tmp_path: Path,
     config.write_text(f'[mqtt]\nurl = "{broker.url}"\nusername = "fleet"\npassword = "wrong"\n')
     assert await run_cli("fleet", "list", "--config", str(config)) == 4
     assert "did not accept the connection" in capsys.readouterr().err
+
+
+def test_fleet_cli_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "none.toml"
+    empty.write_text("")
+    assert main(["fleet", "send", "--config", str(empty), "--all", "ping", "{oops"]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    assert main(["fleet", "send", "--config", str(empty), "--all", "ping", "[1]"]) == 2
+    assert main(["fleet", "list", "--config", str(empty)]) == 4
+    assert "no broker configured" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fleet", "send", "--config", str(empty), "--all", "--group", "g", "ping"])
