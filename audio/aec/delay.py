@@ -39,11 +39,13 @@ class DelayEstimator:
         self._ref = np.zeros(self._ref_len, dtype=np.float64)
         self._cross = np.zeros(self._nfft // 2 + 1, dtype=np.complex128)
         self._periods = 0
+        self._pending: list[tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]]] = []
         self._active_hops = 0
         self.delay_samples: int | None = None
         self.confidence = 0.0
 
     def reset(self) -> None:
+        self._pending.clear()
         self._mic[:] = 0.0
         self._ref[:] = 0.0
         self._cross[:] = 0.0
@@ -54,16 +56,18 @@ class DelayEstimator:
 
     def push(self, mic: npt.NDArray[np.floating], reference: npt.NDArray[np.floating]) -> bool:
         """Add one period (float samples); returns True when the estimate was refreshed."""
-        m = mic.reshape(-1, _DECIMATE).sum(axis=1)
-        r = reference.reshape(-1, _DECIMATE).sum(axis=1)
-        n = len(m)
-        self._mic[:-n] = self._mic[n:]
-        self._mic[-n:] = m
-        self._ref[:-n] = self._ref[n:]
-        self._ref[-n:] = r
+        self._pending.append((mic, reference))
         self._periods += 1
         if self._periods % self._hop:
             return False
+        # decimate and slide the windows once per hop, not once per period
+        m = np.concatenate([p[0] for p in self._pending]).reshape(-1, _DECIMATE).sum(axis=1)
+        r = np.concatenate([p[1] for p in self._pending]).reshape(-1, _DECIMATE).sum(axis=1)
+        self._pending.clear()
+        for buf, new in ((self._mic, m), (self._ref, r)):
+            n = min(len(new), len(buf))
+            buf[:-n] = buf[n:]
+            buf[-n:] = new[-n:]
         return self._estimate()
 
     def _estimate(self) -> bool:

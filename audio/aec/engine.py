@@ -67,7 +67,7 @@ class EdgevoiceCanceller(EchoCanceller):
     name = "edgevoice"
     latency_ms = 1000.0 * _N / SAMPLE_RATE
 
-    def __init__(self, *, filter_ms: int = 200, max_delay_ms: int = 500, shadow_ms: int = 80,
+    def __init__(self, *, filter_ms: int = 250, max_delay_ms: int = 500, shadow_ms: int = 80,
                  suppression_db: float = -40.0, overestimate: float = 6.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999) -> None:
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
@@ -100,6 +100,8 @@ class EdgevoiceCanceller(EchoCanceller):
         self._WX: _Complex = np.zeros((2, _F), dtype=np.complex128)
         self._padded = np.zeros((2, _M))
         self._shadow_constrain_at = 0
+        self._pair: _Complex = np.zeros((2, _F), dtype=np.complex128)
+        self._noise_at = 0
         self._m = np.zeros(_F)
         self._power = np.full(_F, 1e-6)
         self._delta = 1e-4 * _M
@@ -116,8 +118,8 @@ class EdgevoiceCanceller(EchoCanceller):
         self._periods = 0
         self._mic_pow = 1e-12
         self._out_pow = 1e-12
-        self._erle: float | None = None
-        self._residual = 1e-12
+        self._erle_seen = False
+        self._last_gain = np.zeros(_F)
         self._far_active = False
         self._delay_est.reset()
 
@@ -254,20 +256,27 @@ class EdgevoiceCanceller(EchoCanceller):
         mu = self._P / (expected + 2.0 * self._m / self._k + self._delta)
         self._W += mu * np.conj(X) * E
         a2 = self._a2
-        self._P = a2 * (1.0 - 0.5 * mu * pxk) * self._P + (1.0 - a2) * (self._W.real ** 2 + self._W.imag ** 2)
-        j = self._constrain_at
-        w = np.fft.irfft(self._W[j])
-        w[_N:] = 0.0
-        self._W[j] = np.fft.rfft(w)
-        self._constrain_at = (j + 1) % self._k
+        mu *= pxk
+        mu *= -0.5 * a2
+        mu += a2
+        self._P *= mu
+        self._noise_at = (self._noise_at + 1) % 4
+        if self._noise_at == 0:  # process noise, added every 4th block (4x): same model, cheaper
+            self._P += (4.0 * (1.0 - a2)) * (self._W.real ** 2 + self._W.imag ** 2)
         ks = self._ks
         shadow_power = pxk[:ks].sum(axis=0) + self._delta
         self._Ws += np.conj(X[:ks]) * (Es * (0.5 / shadow_power))
-        j = self._shadow_constrain_at
-        ws = np.fft.irfft(self._Ws[j])
-        ws[_N:] = 0.0
-        self._Ws[j] = np.fft.rfft(ws)
-        self._shadow_constrain_at = (j + 1) % ks
+        # gradient constraint, one partition of each filter per block, in one FFT pair
+        j = self._constrain_at
+        js = self._shadow_constrain_at
+        pair = self._pair
+        pair[0] = self._W[j]
+        pair[1] = self._Ws[js]
+        taps = np.fft.irfft(pair, axis=1)
+        taps[:, _N:] = 0.0
+        self._W[j], self._Ws[js] = np.fft.rfft(taps, axis=1)
+        self._constrain_at = (j + 1) % self._k
+        self._shadow_constrain_at = (js + 1) % ks
 
     def _choose(self, d_energy: float, e_energy: float, es_energy: float) -> None:
         self._mic_err = 0.9 * self._mic_err + 0.1 * d_energy
@@ -300,7 +309,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._r_s = np.maximum(r, 0.6 * self._r_s)
         self._pe_s = 0.5 * self._pe_s + 0.5 * pe
         gain = np.maximum(self._floor, 1.0 - self._over * self._r_s / (np.maximum(pe, self._pe_s) + 1e-12))
-        self._residual = float((gain * gain * self._r_s).sum()) / (_M * _N)
+        self._last_gain = gain
         frame = np.fft.irfft(Ef * gain) * self._window
         out = self._ola + frame[:_N]
         self._ola = frame[_N:].copy()
@@ -308,11 +317,10 @@ class EdgevoiceCanceller(EchoCanceller):
 
     # -- stats ----------------------------------------------------------------------------
     def _track_stats(self, d: _Floats, out: _Floats) -> None:
-        if not self._far_active:
-            return
-        self._mic_pow = 0.97 * self._mic_pow + 0.03 * float(d @ d)
-        self._out_pow = 0.97 * self._out_pow + 0.03 * float(out @ out)
-        self._erle = 10.0 * float(np.log10(self._mic_pow / (self._out_pow + 1e-12)))
+        if self._far_active:
+            self._mic_pow = 0.97 * self._mic_pow + 0.03 * float(d @ d)
+            self._out_pow = 0.97 * self._out_pow + 0.03 * float(out @ out)
+            self._erle_seen = True
 
     @property
     def drift_ppm(self) -> float:
@@ -323,8 +331,11 @@ class EdgevoiceCanceller(EchoCanceller):
     def stats(self) -> AecStats:
         est = self._delay_est.delay_samples
         delay = None if est is None else 1000.0 * est / SAMPLE_RATE
-        converged = est is not None and self._erle is not None and self._erle > 10.0
-        residual_db = 10.0 * float(np.log10(self._residual + 1e-12))
-        return AecStats(self.name, delay_ms=delay, erle_db=self._erle, converged=converged,
+        erle = 10.0 * float(np.log10(self._mic_pow / (self._out_pow + 1e-12))) if self._erle_seen else None
+        converged = est is not None and erle is not None and erle > 10.0
+        # the echo left in the output: the residual estimate through the last gains
+        residual = float((self._last_gain ** 2 * self._r_s).sum()) / (_M * _N)
+        residual_db = 10.0 * float(np.log10(residual + 1e-12))
+        return AecStats(self.name, delay_ms=delay, erle_db=erle, converged=converged,
                         reference_ok=converged, residual_echo_dbfs=max(-120.0, residual_db),
                         far_end_active=self._far_active, periods=self._periods)

@@ -75,8 +75,8 @@ def main() -> None:
                     f"{100 * sc.distance_m:.0f} cm, SER {sc.ser_db:.1f} dB"]
             for engine in engines:
                 res = run(engine, src, Path(tmp) / f"{sc.name}-{engine}.npz")
-                lat = int(round(float(res["latency_ms"]) * RATE / 1000))
                 out, out_near = res["out"], res["out_near"]
+                lat = measured_latency(to_pcm(sc.near_only), out_near)
                 erle = echo_removed_db(mic, out, sc.far_alone, lat)
                 r = results[engine]
                 r["erle_worst" if is_worst else "erle"].append(erle)
@@ -84,7 +84,7 @@ def main() -> None:
                 r["dt_loss"].append(near_loss_db(out, out_near, sc.double_talk))
                 r["na_loss"].append(near_loss_db(out, out_near, sc.near_alone))
                 r["cpu"].append(1000.0 * float(res["cpu_s"]) / (len(mic) / RATE))
-                r["latency"].append(float(res["latency_ms"]))
+                r["latency"].append(1000.0 * lat / RATE)
                 if not np.isnan(float(res["delay_ms"])):
                     r["delay_err"].append(abs(float(res["delay_ms"]) - sc.delay_ms))
                 line.append(f"{engine} {erle:.1f}/{r['after_change'][-1]:.1f}/{r['dt_loss'][-1]:.2f}")

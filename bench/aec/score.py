@@ -42,3 +42,14 @@ def near_loss_db(out: np.ndarray, out_near: np.ndarray, span: tuple[float, float
     gain = np.einsum("ij,ij->i", a, b)[keep] / eb[keep]
     kept = float((np.minimum(gain, 1.0).clip(0.0) ** 2 * eb[keep]).sum())
     return 10.0 * float(np.log10(float(eb[keep].sum()) / max(kept, 1e-12)))
+
+
+def measured_latency(near: np.ndarray, out_near: np.ndarray, max_ms: float = 50.0) -> int:
+    """Samples the engine delays the near end by: the cross-correlation peak between the
+    near end at the mic and the engine's output on it (far end silent)."""
+    max_lag = int(max_ms * RATE / 1000)
+    a = near.astype(np.float64)
+    b = out_near.astype(np.float64)
+    n = min(len(a), len(b)) - max_lag
+    scores = [float(a[:n] @ b[lag:lag + n]) for lag in range(max_lag + 1)]
+    return int(np.argmax(scores))

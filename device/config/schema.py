@@ -509,7 +509,8 @@ class AecConfig:
         restart=True,
     )
     filter_ms: int = setting(
-        200, "Length of the adaptive echo-path filter after the bulk delay (edgevoice, speex).",
+        250, "Length of the adaptive echo-path filter after the bulk delay (edgevoice; speex "
+        "spans max(filter_ms, max_delay_ms) because it has no delay estimator).",
         minimum=40, maximum=1000, restart=True,
     )
     max_delay_ms: int = setting(

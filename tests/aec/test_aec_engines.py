@@ -14,6 +14,7 @@ from support.aec import echo_scenario, erle_db
 
 from edgevoice.audio.aec import AecError, create_canceller
 from edgevoice.audio.aec.speex import load_speexdsp
+from edgevoice.audio.frames import dbfs
 
 
 def _speex_available() -> bool:
@@ -34,6 +35,10 @@ def test_edgevoice_removes_echo_and_reports_stats() -> None:
     assert stats.delay_ms is not None and abs(stats.delay_ms - 120.0) < 3.0
     assert stats.converged and stats.reference_ok
     assert stats.erle_db is not None and stats.erle_db > 15.0
+    # the residual-echo level the barge-in detector compares speech against: well under
+    # the echo at the mic, but not absent
+    mic_level = dbfs(mic[-16000:])
+    assert -110.0 < stats.residual_echo_dbfs < mic_level - 20.0
 
 
 def test_edgevoice_keeps_the_near_end_when_the_far_end_is_silent() -> None:
