@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scenarios import RATE, make_scenario
-from score import echo_removed_db, measured_latency, near_loss_db  # noqa: E402
+from score import echo_removed_db, measured_latency, near_loss_db
 
 ROWS = (
     ("echo removed, far end alone, average (dB)", "erle", "mean"),
