@@ -262,9 +262,11 @@ class Conversation:
             "clean_dbfs": round(result.clean_dbfs, 1),
         }
         if result.aec is not None:
-            self.levels["aec_erle_db"] = result.aec.erle_db
-            self.levels["aec_delay_ms"] = result.aec.delay_ms
-            self.levels["aec_reference_ok"] = result.aec.reference_ok
+            erle = result.aec.erle_db
+            delay = result.aec.delay_ms
+            self.levels["echo_reduction_db"] = None if erle is None else round(erle, 1)
+            self.levels["echo_delay_ms"] = None if delay is None else round(delay, 1)
+            self.levels["echo_reference_ok"] = result.aec.reference_ok
         for event in result.events:
             await self._on_hearing(event)
         taken = self.barge_in.update(result, in_reply=self.state in (State.THINKING, State.SPEAKING))
@@ -471,7 +473,10 @@ class Conversation:
             return
         turn.timeline.status = status
         data = turn.timeline.as_event()
-        self.percentiles.add(turn.timeline.stages_ms())
+        stages = turn.timeline.stages_ms()
+        if "voice_to_voice" in stages:
+            data["voice_to_voice_ms"] = stages["voice_to_voice"]
+        self.percentiles.add(stages)
         self.last_metrics = data
         self.bus.emit(EventType.METRICS_TURN, **data)
 
