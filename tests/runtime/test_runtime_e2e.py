@@ -56,30 +56,32 @@ async def test_a_turn_is_heard_sent_with_the_contract_fields_answered_and_spoken
 
 
 async def test_barge_in_cancels_the_request_stops_playback_and_is_remembered(tmp_path: Path) -> None:
-    async with example_server(shape="sse", word_delay_s=0.25) as server:
-        async with running_device(tmp_path, [f"agent.url={server.url}/agent"]) as device:
-            device.say("tell me a long story")
-            await device.wait_for(EventType.TRANSCRIPT_USER, text="tell me a long story")
-            await device.wait_for(EventType.REPLY_STARTED)
-            device.say("what is my name", after_s=1.5)
-            barge = await device.wait_for(EventType.BARGE_IN)
-            done = await device.wait_for(EventType.REPLY_DONE)
-            assert done.data["status"] == "interrupted"
-            heard = done.data["heard_text"]
-            assert heard and "Here is a long answer".startswith(heard[:20])
-            disconnect = await server.state.wait_for_disconnect(within_s=5)
-            assert disconnect["path"] == "/agent"
-            # The person's words, from their onset, are the next turn...
-            nxt = await device.wait_for(EventType.TRANSCRIPT_USER)
-            assert nxt.data["text"] == "what is my name"
-            await device.wait_for(EventType.REPLY_DONE, status="completed")
-            # ...and the request carries what was actually heard of the interrupted reply.
-            second = server.state.bodies()[1]
-            assert second["interrupted_text"] == heard
-            assert second["text"] == "what is my name"
-            metrics = [e.data for e in device.of(EventType.METRICS_TURN) if e.data["status"] == "interrupted"]
-            assert metrics and metrics[0]["stages_ms"]["interrupt_to_silence"] > 0
-            stopped_at = barge.data["detected_s"]
+    async with (
+        example_server(shape="sse", word_delay_s=0.25) as server,
+        running_device(tmp_path, [f"agent.url={server.url}/agent"]) as device,
+    ):
+        device.say("tell me a long story")
+        await device.wait_for(EventType.TRANSCRIPT_USER, text="tell me a long story")
+        await device.wait_for(EventType.REPLY_STARTED)
+        device.say("what is my name", after_s=1.5)
+        barge = await device.wait_for(EventType.BARGE_IN)
+        done = await device.wait_for(EventType.REPLY_DONE)
+        assert done.data["status"] == "interrupted"
+        heard = done.data["heard_text"]
+        assert heard and "Here is a long answer".startswith(heard[:20])
+        disconnect = await server.state.wait_for_disconnect(within_s=5)
+        assert disconnect["path"] == "/agent"
+        # The person's words, from their onset, are the next turn...
+        nxt = await device.wait_for(EventType.TRANSCRIPT_USER)
+        assert nxt.data["text"] == "what is my name"
+        await device.wait_for(EventType.REPLY_DONE, status="completed")
+        # ...and the request carries what was actually heard of the interrupted reply.
+        second = server.state.bodies()[1]
+        assert second["interrupted_text"] == heard
+        assert second["text"] == "what is my name"
+        metrics = [e.data for e in device.of(EventType.METRICS_TURN) if e.data["status"] == "interrupted"]
+        assert metrics and metrics[0]["stages_ms"]["interrupt_to_silence"] > 0
+        stopped_at = barge.data["detected_s"]
     # Silence on the speaker from one period after the barge-in until the next reply.
     speaker, _ = read_wav(tmp_path / "room" / "speaker.wav")
     start = int((stopped_at + 0.02) * 16000)
