@@ -35,6 +35,7 @@ _LOGGER = logging.getLogger(__name__)
 _FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")
 _VARIANT = re.compile(r"\(\d+\)$")
 _GRAMMAR_SEARCH = "phrases"
+BATCH_SAMPLES = 1600  # decode 100 ms at a time: partials at 10 Hz, a tenth of the calls
 _FREE_SEARCH = "_default"
 
 
@@ -140,14 +141,25 @@ class _PocketsphinxSession(AsrSession):
         self._engine = engine
         self._decoder = engine._decoder
         self._samples = 0
+        self._buffer: list[bytes] = []
+        self._buffered = 0
         self._partial = ""
         self._open = True
+
+    def _flush(self) -> None:
+        if self._buffered:
+            self._decoder.process_raw(b"".join(self._buffer), False, False)
+            self._buffer, self._buffered = [], 0
 
     def accept(self, pcm: Pcm) -> str | None:
         if not self._open:
             raise AsrError("this recognition session is finished")
-        self._decoder.process_raw(pcm.astype("<i2").tobytes(), False, False)
+        self._buffer.append(pcm.astype("<i2").tobytes())
+        self._buffered += len(pcm)
         self._samples += len(pcm)
+        if self._buffered < BATCH_SAMPLES:
+            return None
+        self._flush()
         hyp = self._decoder.hyp()
         text = hyp.hypstr if hyp is not None else ""
         if text == self._partial:
@@ -158,6 +170,7 @@ class _PocketsphinxSession(AsrSession):
     def finish(self) -> AsrResult:
         if not self._open:
             raise AsrError("this recognition session is finished")
+        self._flush()
         self._decoder.end_utt()
         hyp = self._decoder.hyp()
         words = self._engine._words() if hyp is not None else []
