@@ -3,7 +3,8 @@
 :class:`Listener` chains the VAD, the endpointer, the wake word detector and the
 ASR engine. It is synchronous and has no clock of its own: time is the audio clock
 (samples fed, plus ``origin_s``), so it runs in whatever thread feeds it and is
-tested by feeding it audio. The runtime turns its events into bus events:
+tested by feeding it audio. The runtime turns its events into bus events
+(``bus.emit(e.event_type, **e.payload())``):
 
 =========================  ===========================
 ``SpeechStarted``          ``input.speech.started``
@@ -27,6 +28,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, ClassVar
 
 from edgevoice.audio.asr import AsrEngine, AsrSession, Word
 from edgevoice.audio.endpoint import (
@@ -57,7 +59,12 @@ class ButtonMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SpeechStarted:
+    event_type: ClassVar[str] = "input.speech.started"
     t: float
+
+    def payload(self) -> dict[str, Any]:
+        """The bus event's data (``audio_s`` on the audio clock)."""
+        return {"audio_s": round(self.t, 3)}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -65,30 +72,44 @@ class SpeechStopped:
     """Speech ended at ``t``; ``audio`` is the whole turn from ``audio_start`` (pre-roll
     included) to ``detected``; ``reason`` is an :class:`EndReason`."""
 
+    event_type: ClassVar[str] = "input.speech.stopped"
     t: float
     reason: str
     detected: float
     audio_start: float
     audio: Pcm = field(repr=False)
 
+    def payload(self) -> dict[str, Any]:
+        return {"audio_s": round(self.t, 3), "reason": self.reason,
+                "detected_audio_s": round(self.detected, 3)}
+
 
 @dataclass(frozen=True, slots=True)
 class WakeWordDetected:
+    event_type: ClassVar[str] = "input.wake_word"
     t: float
     name: str
     probability: float = 0.0
 
+    def payload(self) -> dict[str, Any]:
+        return {"audio_s": round(self.t, 3), "name": self.name, "probability": round(self.probability, 3)}
+
 
 @dataclass(frozen=True, slots=True)
 class PartialTranscript:
+    event_type: ClassVar[str] = "transcript.user.delta"
     text: str
     t: float = 0.0
+
+    def payload(self) -> dict[str, Any]:
+        return {"text": self.text, "audio_s": round(self.t, 3)}
 
 
 @dataclass(frozen=True, slots=True)
 class FinalTranscript:
     """Word times are on the audio clock; ``start``/``end`` bound the speech."""
 
+    event_type: ClassVar[str] = "transcript.user"
     text: str
     words: tuple[Word, ...]
     low_confidence: bool
@@ -96,14 +117,23 @@ class FinalTranscript:
     end: float
     confidence: float = 1.0
 
+    def payload(self) -> dict[str, Any]:
+        return {"text": self.text, "words": [w.as_dict() for w in self.words],
+                "low_confidence": self.low_confidence, "confidence": round(self.confidence, 3),
+                "audio_s": round(self.start, 3), "end_audio_s": round(self.end, 3)}
+
 
 @dataclass(frozen=True, slots=True)
 class TurnDiscarded:
     """A turn that goes nowhere: ``no_speech`` (opened, nobody spoke), ``no_words``
     (the ASR heard nothing), ``disabled`` (listening was switched off mid-turn)."""
 
+    event_type: ClassVar[str] = "input.turn.discarded"
     reason: str
     t: float = 0.0
+
+    def payload(self) -> dict[str, Any]:
+        return {"reason": self.reason, "audio_s": round(self.t, 3)}
 
 
 HearingEvent = (

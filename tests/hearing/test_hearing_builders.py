@@ -159,3 +159,29 @@ def test_transcribe_reports_missing_models(tmp_path: Path, capsys: pytest.Captur
     error = json.loads(capsys.readouterr().out)["error"]
     assert error["code"] == "model_not_found"
     assert "edgevoice models fetch" in error["message"]
+
+
+def test_hearing_events_name_bus_events_and_serialise() -> None:
+    from edgevoice.audio.asr import Word
+    from edgevoice.audio.listener import (
+        FinalTranscript,
+        PartialTranscript,
+        SpeechStarted,
+        SpeechStopped,
+        TurnDiscarded,
+        WakeWordDetected,
+    )
+    from edgevoice.device.events import Event, EventType
+
+    samples = [
+        SpeechStarted(1.0),
+        SpeechStopped(2.0, "silence", 2.6, 0.7, np.zeros(10, np.int16)),
+        WakeWordDetected(0.5, "okay_nabu", 0.9),
+        PartialTranscript("turn on", 1.5),
+        FinalTranscript("turn on", (Word("turn", 0.9, 1.0, 1.2), Word("on", 0.8, 1.2, 1.4)), False, 1.0, 1.4),
+        TurnDiscarded("no_words", 2.6),
+    ]
+    for event in samples:
+        bus_event = Event(EventType(event.event_type), event.payload())
+        json.dumps(bus_event.as_dict())  # JSON-serialisable, as the bus requires
+    assert samples[4].payload()["words"][1] == {"word": "on", "conf": 0.8, "start": 1.2, "end": 1.4}
