@@ -69,6 +69,7 @@ class EdgevoiceCanceller(EchoCanceller):
 
     def __init__(self, *, filter_ms: int = 250, max_delay_ms: int = 500, shadow_ms: int = 80,
                  suppression_db: float = -40.0, overestimate: float = 6.0,
+                 overestimate_talk: float = 2.0, talk_ratio: float = 4.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999) -> None:
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
         self._ks = max(1, min(self._k, round(shadow_ms * SAMPLE_RATE / 1000 / _N)))
@@ -76,6 +77,8 @@ class EdgevoiceCanceller(EchoCanceller):
         self._margin = SAMPLE_RATE * delay_margin_ms // 1000
         self._floor = float(10.0 ** (suppression_db / 20.0))
         self._over = overestimate
+        self._over_talk = overestimate_talk
+        self._talk_ratio = talk_ratio
         self._track_drift = track_drift
         self._window = np.sqrt(np.hanning(_M + 1)[:_M])
         self._delay_est = DelayEstimator(max_delay_ms=float(max_delay_ms))
@@ -308,7 +311,12 @@ class EdgevoiceCanceller(EchoCanceller):
         # residual echo decays like the room: keep a slowly released peak
         self._r_s = np.maximum(r, 0.6 * self._r_s)
         self._pe_s = 0.5 * self._pe_s + 0.5 * pe
-        gain = np.maximum(self._floor, 1.0 - self._over * self._r_s / (np.maximum(pe, self._pe_s) + 1e-12))
+        # When the error holds far more than the expected residual echo, someone is
+        # talking: overestimate less there, so the near end keeps its weak bins.
+        error = np.maximum(pe, self._pe_s)
+        talk = float(error.sum()) / (float(self._r_s.sum()) + 1e-12)
+        over = self._over if talk < self._talk_ratio else self._over_talk
+        gain = np.maximum(self._floor, 1.0 - over * self._r_s / (error + 1e-12))
         self._last_gain = gain
         frame = np.fft.irfft(Ef * gain) * self._window
         out = self._ola + frame[:_N]

@@ -7,7 +7,8 @@ moved), double talk at 0 to -10 dB signal-to-echo, white mic noise 40 dB below t
 Far end: the bundled piper voice (the device's own voice). Near end: espeak-ng.
 
 Timeline of each scenario (seconds, quick size; ``scale`` stretches it):
-  0-8 far end alone | 8-12 double talk | 12-15 near end alone | 15-20 far end alone,
+  0-8 far end alone | 8-12 double talk | 12-15 near end alone (scored from 12.5, once the
+  echo of the last words has arrived and died away) | 15-20 far end alone,
   the echo path changes at 15.
 """
 
@@ -176,5 +177,5 @@ def make_scenario(seed: int, *, scale: float = 1.0, worst: bool = False, clippin
         delay_ms=delay_ms, t60=t60, distance_m=distance, ser_db=ser_db,
         far_alone=((2.0, t_dt), (t_chg + 3.0, t_end)),
         after_change=(t_chg + 3.0, min(t_end, t_chg + 5.0)),
-        double_talk=(t_dt, t_na), near_alone=(t_na, t_chg),
+        double_talk=(t_dt, t_na), near_alone=(t_na + 0.5, t_chg),  # after the last echo has died away,
     )
