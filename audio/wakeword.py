@@ -161,12 +161,14 @@ class WakeWordDetector:
     def process(self, pcm: Pcm) -> list[WakeWordDetection]:
         raw = pcm.tobytes() if pcm.dtype == np.dtype("<i2") else pcm.astype("<i2").tobytes()
         data = self._pending + raw if self._pending else raw
-        step_bytes = FEATURE_STEP_SAMPLES * 2
-        offset = 0
+        size = len(data)
+        step = FEATURE_STEP_SAMPLES * 2
+        process_samples = self._frontend.process_samples
         detections: list[WakeWordDetection] = []
-        while offset + step_bytes <= len(data):
-            result = self._frontend.process_samples(data[offset:offset + step_bytes])
-            read = int(result.samples_read)
+        offset = 0
+        while offset + step <= size:
+            result = process_samples(data if size == step else data[offset:offset + step])
+            read = result.samples_read
             offset += read * 2
             self._samples += read
             if not result.features:
@@ -174,11 +176,10 @@ class WakeWordDetector:
             self._rows.append(result.features)
             if len(self._rows) < self._stride:
                 continue
-            probability = self._infer()
-            detection = self._decide(probability)
+            detection = self._decide(self._infer())
             if detection is not None:
                 detections.append(detection)
-        self._pending = data[offset:]
+        self._pending = data[offset:] if offset < size else b""
         return detections
 
     def _infer(self) -> float:

@@ -122,12 +122,18 @@ def raw_wakeword(model: Path, audio: np.ndarray) -> int:
 
 
 def raw_vosk_stream(recognizer: Any, audio: np.ndarray) -> tuple[str, float]:
-    """Feed 100 ms batches with a partial after each; returns (final text, final latency)."""
+    """Feed 100 ms batches with a partial after each; returns (final text, final latency).
+    The latency runs from the arrival of the last frame, as for our session: a final
+    batch shorter than 100 ms is decoded inside it."""
     data = audio.astype("<i2").tobytes()
-    for i in range(0, len(data), 3200):
+    tail = len(data) % 3200
+    whole = len(data) - tail
+    for i in range(0, whole, 3200):
         if not recognizer.AcceptWaveform(data[i:i + 3200]):
             recognizer.PartialResult()
     start = time.perf_counter()
+    if tail:
+        recognizer.AcceptWaveform(data[whole:])
     text = json.loads(recognizer.FinalResult())["text"]
     return text, time.perf_counter() - start
 
