@@ -29,13 +29,30 @@ class SecretFilter(logging.Filter):
         return True
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the moment of the record, not the stream
+    that was current when logging was set up (which may have been closed since: a
+    test's captured stderr, a replaced stream)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        pass
+
+
 def setup_logging(debug: bool = False) -> None:
     """Log to stderr (journald picks it up under systemd); DEBUG with ``--debug``."""
     root = logging.getLogger()
     if any(getattr(h, "_edgevoice", False) for h in root.handlers):
         root.setLevel(logging.DEBUG if debug else logging.INFO)
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = StderrHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler._edgevoice = True  # type: ignore[attr-defined]
     root.addHandler(handler)
