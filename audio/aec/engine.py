@@ -122,6 +122,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._mic_pow = 1e-12
         self._out_pow = 1e-12
         self._erle_seen = False
+        self._talking = False
         self._last_gain = np.zeros(_F)
         self._far_active = False
         self._delay_est.reset()
@@ -315,7 +316,8 @@ class EdgevoiceCanceller(EchoCanceller):
         # talking: overestimate less there, so the near end keeps its weak bins.
         error = np.maximum(pe, self._pe_s)
         talk = float(error.sum()) / (float(self._r_s.sum()) + 1e-12)
-        over = self._over if talk < self._talk_ratio else self._over_talk
+        self._talking = talk >= self._talk_ratio
+        over = self._over_talk if self._talking else self._over
         gain = np.maximum(self._floor, 1.0 - over * self._r_s / (error + 1e-12))
         self._last_gain = gain
         frame = np.fft.irfft(Ef * gain) * self._window
@@ -325,7 +327,10 @@ class EdgevoiceCanceller(EchoCanceller):
 
     # -- stats ----------------------------------------------------------------------------
     def _track_stats(self, d: _Floats, out: _Floats) -> None:
-        if self._far_active:
+        # Echo removed, measured only while the far end talks alone (by the suppressor's
+        # judgement), so a person talking over the device does not read as a failing
+        # reference.
+        if self._far_active and not self._talking:
             self._mic_pow = 0.97 * self._mic_pow + 0.03 * float(d @ d)
             self._out_pow = 0.97 * self._out_pow + 0.03 * float(out @ out)
             self._erle_seen = True
