@@ -121,7 +121,7 @@ class Conversation:
         self._reply_turn: Turn | None = None  # the turn whose reply is in flight
         self._reply_task: asyncio.Task[None] | None = None
         self._interrupted: ReplyOutcome | None = None
-        self._in_follow_up = False
+        self._end_after_reply = False
         self._reply_ended_at: float | None = None
         self._last_activity = time.monotonic()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="edgevoice-frontend")
@@ -150,9 +150,10 @@ class Conversation:
         self._executor.shutdown(wait=True)
         self.front.close()
 
-    @property
-    def context(self) -> Context:
-        return Context(self.settings.mode, self._in_follow_up, self.settings.push_to_talk)
+    def context(self, *, listener_opened: bool = False) -> Context:
+        # In wake word mode the listener only starts a turn on its own inside a follow-up
+        # window (after the wake word it opens the turn and we are already listening).
+        return Context(self.settings.mode, listener_opened, self.settings.push_to_talk)
 
     # --- inputs from outside (button, MQTT, agent tools) ------------------------------------
 
@@ -185,6 +186,11 @@ class Conversation:
             self._set_state(State.IDLE)
         return True
 
+    def end_after_reply(self) -> None:
+        """The person ended the conversation ("stop", "goodbye"): after this reply the
+        device waits for the wake word again instead of opening a follow-up window."""
+        self._end_after_reply = True
+
     async def say(self, text: str) -> None:
         """Speak ``text`` now (not a reply to a turn): MQTT ``say``, greetings, failures."""
         await self.feed(Input.SAY, text=text)
@@ -196,7 +202,7 @@ class Conversation:
             await self._feed_locked(event, **data)
 
     async def _feed_locked(self, event: Input, **data: Any) -> None:
-        result = transition(self.state, event, self.context)
+        result = transition(self.state, event, self.context(listener_opened=bool(data.get("follow_up"))))
         if result.ignored:
             _LOGGER.debug("%s ignored in %s", event, self.state)
             return
@@ -243,7 +249,6 @@ class Conversation:
         elif action is Action.RESET_SESSION:
             self.agent.reset_session()
             self._interrupted = None
-            self._in_follow_up = False
             self.bus.emit(EventType.SESSION_RESET, session_id=self.agent.session_id,
                           reason=str(event))
         elif action is Action.EARCON_WAKE:
@@ -282,7 +287,7 @@ class Conversation:
             elif self.state is State.LISTENING and self._turn is not None:
                 self._turn.timeline.mark(Mark.SPEECH_STARTED, event.t)
             else:
-                await self.feed(Input.SPEECH_STARTED, onset=event.t)
+                await self.feed(Input.SPEECH_STARTED, onset=event.t, follow_up=True)
         elif isinstance(event, SpeechStopped):
             self.bus.emit(EventType.SPEECH_STOPPED, audio_s=round(event.t, 3),
                           detected_s=round(event.detected, 3), reason=event.reason)
@@ -322,7 +327,7 @@ class Conversation:
                 self._turn = None
                 return
             turn.accepted = True
-            await self.feed(Input.SPEECH_STARTED, onset=final.start)
+            await self.feed(Input.SPEECH_STARTED, onset=final.start, follow_up=True)
             if self._turn is not turn and self._turn is not None:
                 self._turn.timeline.marks.update(turn.timeline.marks)
                 turn = self._turn
@@ -431,7 +436,8 @@ class Conversation:
                 await self.say(self.settings.failure_phrase)
         else:
             await self.feed(Input.REPLY_DONE)
-            if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0:
+            ending, self._end_after_reply = self._end_after_reply, False
+            if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0 and not ending:
                 self.front.control(_open_follow_up)
 
     async def _interrupt(self, *, onset: float, reason: str) -> None:

@@ -35,6 +35,7 @@ from edgevoice.device.config.loader import default_paths, secret_values
 from edgevoice.device.config.schema import GpioOutputConfig
 from edgevoice.device.events import Event, EventBus, EventType
 from edgevoice.device.gpio import ButtonEvent, ButtonSettings, LedPattern, StatusLed, open_gpio
+from edgevoice.device.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
 from edgevoice.device.logs import scrub_secrets
 from edgevoice.device.runtime.bargein import build_barge_in
@@ -99,6 +100,7 @@ class Daemon(DeviceActions):
         self._outputs: dict[str, Any] = {}
         self._led: StatusLed | None = None
         self._closers: list[Callable[[], Any]] = []
+        self._in_flight: set[asyncio.Task[Any]] = set()
         self.device_id = ""
         self.backend: AudioBackend | None = None
         self.speaker: Speaker | None = None
@@ -209,6 +211,8 @@ class Daemon(DeviceActions):
 
     async def _shutdown(self) -> None:
         self.notifier.stopping()
+        for task in list(self._in_flight):
+            await cancel_task(task)
         if self.mqtt is not None:
             with contextlib.suppress(Exception):
                 await self.mqtt.stop()
@@ -218,6 +222,7 @@ class Daemon(DeviceActions):
             await asyncio.to_thread(self.duplex.stop)
         if self.agent is not None:
             await self.agent.aclose()
+        close_outputs(self._outputs)
         for close in reversed(self._closers):
             with contextlib.suppress(Exception):
                 close()
@@ -285,15 +290,10 @@ class Daemon(DeviceActions):
             self._led.show(LED_FOR_STATE[state])
 
     def _spawn(self, coro: Any) -> None:
+        """Run ``coro`` as a task the daemon keeps a reference to (and cancels at shutdown)."""
         task = asyncio.ensure_future(coro)
-        self._tasks_in_flight.add(task)
-        task.add_done_callback(self._tasks_in_flight.discard)
-
-    @property
-    def _tasks_in_flight(self) -> set[asyncio.Task[Any]]:
-        if not hasattr(self, "_in_flight"):
-            self._in_flight: set[asyncio.Task[Any]] = set()
-        return self._in_flight
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
 
     # --- MQTT -------------------------------------------------------------------------
 
@@ -323,8 +323,8 @@ class Daemon(DeviceActions):
         return self.speaker.volume
 
     async def end_conversation(self) -> None:
-        if self.conversation is not None and self.conversation.settings.mode is ListenMode.WAKEWORD:
-            self.conversation.front.control(lambda listener: listener.set_enabled(True))
+        if self.conversation is not None:
+            self.conversation.end_after_reply()
 
     async def start_over(self) -> None:
         if self.conversation is not None:

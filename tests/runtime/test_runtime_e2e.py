@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from gpiozero.pins.mock import MockFactory
 from support.agent_server import example_server
-from support.device_harness import running_device
+from support.device_harness import WAKE_PHRASE, running_device
 
 from edgevoice.audio.wavio import read_wav
 from edgevoice.device.events import EventType
@@ -143,3 +143,23 @@ async def test_agent_down_speaks_the_failure_phrase_and_listens_again(tmp_path: 
         again = await device.wait_for(EventType.TRANSCRIPT_USER)
         assert again.data["text"] == "hello there"
         await asyncio.sleep(0)
+
+
+async def test_wake_word_opens_a_turn_and_the_follow_up_window_takes_the_next(tmp_path: Path) -> None:
+    overrides_base = ["listen.mode=wakeword", "listen.wakeword=okay_nabu", "listen.follow_up_s=4"]
+    async with example_server(shape="json") as server:
+        overrides = [f"agent.url={server.url}/agent", *overrides_base]
+        async with running_device(tmp_path, overrides) as device:
+            device.say("what is my name")  # no wake word: not a turn
+            device.say(WAKE_PHRASE, after_s=3.0)
+            await device.wait_for(EventType.WAKE_WORD, name="okay_nabu")
+            device.say("my name is alice", after_s=0.6)
+            first = await device.wait_for(EventType.TRANSCRIPT_USER)
+            assert first.data["text"] == "my name is alice"
+            await device.wait_for(EventType.REPLY_DONE, status="completed")
+            # Within the follow-up window no wake word is needed.
+            device.say("what is my name", after_s=0.5)
+            second = await device.wait_for(EventType.TRANSCRIPT_USER)
+            assert second.data["text"] == "what is my name"
+            await device.wait_for(EventType.REPLY_DONE, status="completed")
+            assert [b["text"] for b in server.state.bodies()] == ["my name is alice", "what is my name"]

@@ -35,6 +35,7 @@ PHRASES = (
     "how many things have i said",
     "hello there",
 )
+WAKE_PHRASE = "okay nabu"
 
 
 @functools.cache
@@ -100,7 +101,7 @@ async def running_device(
     echo_gain_db: float = -10.0,
 ) -> AsyncIterator[Device]:
     grammar = "[" + ", ".join(f'"{p}"' for p in PHRASES) + "]"
-    for phrase in PHRASES:
+    for phrase in (*PHRASES, WAKE_PHRASE):
         voice(phrase)
     loaded = load_config(None, [
         "audio.backend=simulated",
