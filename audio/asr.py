@@ -149,5 +149,8 @@ class AsrEngine(ABC):
             session.accept(pcm[offset:offset + chunk_samples])
         return session.finish()
 
+    def warm_up(self, pcm: Pcm) -> None:  # noqa: B027 - most engines need no warming
+        """Decode ``pcm`` once and discard it, so the first real turn is not slower (vosk)."""
+
     def close(self) -> None:  # noqa: B027 - engines without resources need nothing
         """Free the model."""

@@ -118,9 +118,17 @@ class VoskEngine(AsrEngine):
 
     def _warm_up(self) -> None:
         """Pay part of a fresh decoding graph's first-batch cost now rather than in a turn."""
-        self._recognizer.AcceptWaveform(np.zeros(_WARM_UP_SAMPLES, dtype="<i2").tobytes())
+        self.warm_up(np.zeros(_WARM_UP_SAMPLES, dtype=np.int16))
+
+    def warm_up(self, pcm: Pcm) -> None:
+        """Decode ``pcm`` and throw the result away. vosk expands its decoding graph lazily
+        as speech visits it, so warming with real speech (the device's own TTS saying a
+        sentence) takes most of the first-turn cost away; silence takes only part."""
+        if self._session is not None:
+            raise AsrError("cannot warm up while a turn is being recognised")
+        self._recognizer.AcceptWaveform(pcm.astype("<i2").tobytes())
         self._recognizer.FinalResult()
-        self._fed += _WARM_UP_SAMPLES
+        self._fed += len(pcm)
 
     def start(self) -> AsrSession:
         if self._session is not None:

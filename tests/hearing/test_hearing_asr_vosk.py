@@ -72,6 +72,13 @@ def test_one_warm_recognizer_serves_every_turn_with_times_from_turn_start(engine
     assert second.low_confidence
 
 
+def test_warm_up_keeps_word_times_per_session(engine: VoskEngine) -> None:
+    audio = korean(SENTENCE)
+    engine.warm_up(audio)
+    result = engine.transcribe(audio)
+    assert result.words and all(0.0 <= w.start < w.end <= len(audio) / 16000 for w in result.words)
+
+
 def test_silence_gives_an_empty_result(engine: VoskEngine) -> None:
     result = engine.transcribe(np.zeros(16000, dtype=np.int16))
     assert result.empty and result.words == () and not result.low_confidence
