@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 import time
 from pathlib import Path
@@ -75,6 +76,9 @@ def _latency_table(turns: list[dict[str, Any]]) -> str:
 def _demo(args: argparse.Namespace) -> int:
     from edgevoice.device.runtime.demo import run_demo
 
+    if not logging.getLogger().isEnabledFor(logging.DEBUG):
+        # The timeline is the demo's output; INFO lines would interleave with it.
+        logging.getLogger().setLevel(logging.WARNING)
     overrides = list(DEMO_DEFAULTS) + (["room.speed=0"] if args.fast else []) + list(args.overrides)
     loaded = load_config(args.config, overrides, search_paths=[])
     scrub_secrets(secret_values(loaded.config))

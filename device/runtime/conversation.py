@@ -264,7 +264,6 @@ class Conversation:
     async def _on_front(self, result: FrontResult) -> None:
         self.levels = {
             "input_dbfs": round(result.mic_dbfs, 1),
-            "clean_dbfs": round(result.clean_dbfs, 1),
         }
         if result.aec is not None:
             erle = result.aec.erle_db

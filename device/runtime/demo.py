@@ -42,7 +42,7 @@ SCRIPT: tuple[Line, ...] = (
     Line("Hello there."),
     Line("What time is it?"),
     Line("Please tell me a story."),
-    Line("Wait, what is the date today?", barge_in_after_s=2.0),
+    Line("Sorry, what time is it now?", barge_in_after_s=2.0),
 )
 PAUSE_BEFORE_LINE_S = 0.8
 LINE_TIMEOUT_S = 30.0

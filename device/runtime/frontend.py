@@ -50,7 +50,6 @@ class FrontResult:
     events: tuple[HearingEvent, ...]
     windows: tuple[VadWindow, ...]
     mic_dbfs: float
-    clean_dbfs: float
     far_end_active: bool
     aec: AecStats | None = field(default=None)
 
@@ -92,7 +91,6 @@ class FrontEnd:
             tuple(events),
             tuple(self._recorder.take()),
             dbfs(frame.mic),
-            dbfs(clean),
             far_end,
             stats,
         )
