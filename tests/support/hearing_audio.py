@@ -81,9 +81,9 @@ def place(pieces: list[tuple[float, Pcm]], total_s: float, *, snr_db: float | No
     dB below the speech's level."""
     out = np.zeros(round(total_s * SAMPLE_RATE), dtype=np.float64)
     spans = []
-    for offset, speech in pieces:
+    for offset, piece in pieces:
         a = round(offset * SAMPLE_RATE)
-        speech = speech[:max(0, len(out) - a)]  # a piece may run past the end: it is cut there
+        speech = piece[:max(0, len(out) - a)]  # a piece may run past the end: it is cut there
         out[a:a + len(speech)] += speech
         spans.append((offset, offset + len(speech) / SAMPLE_RATE))
     if snr_db is not None:
