@@ -99,6 +99,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._X: _Complex = np.zeros((k, _F), dtype=np.complex128)
         self._W: _Complex = np.zeros((k, _F), dtype=np.complex128)
         self._P = np.full((k, _F), self._p_initial)
+        self._pxk = np.zeros((k, _F))
         self._Ws: _Complex = np.zeros((self._ks, _F), dtype=np.complex128)
         self._WX: _Complex = np.zeros((2, _F), dtype=np.complex128)
         self._padded = np.zeros((2, _M))
@@ -162,7 +163,9 @@ class EdgevoiceCanceller(EchoCanceller):
         X[1:] = X[:-1]
         X[0] = np.fft.rfft(np.concatenate((self._x_prev, x)))
         self._x_prev = x
-        pxk = X.real ** 2 + X.imag ** 2
+        pxk = self._pxk
+        pxk[1:] = pxk[:-1]
+        pxk[0] = X[0].real ** 2 + X[0].imag ** 2
         self._power = 0.9 * self._power + 0.1 * pxk[0]
         power_sum = float(self._power.sum())
         self._delta = 1e-4 * _M + 0.01 * power_sum / _F
@@ -225,6 +228,7 @@ class EdgevoiceCanceller(EchoCanceller):
     def _rebuild_history(self) -> None:
         for k in range(self._k):
             self._X[k] = np.fft.rfft(self._aligned(k, _M))
+        self._pxk[:] = self._X.real ** 2 + self._X.imag ** 2
         self._x_prev = self._aligned(0, _N)
 
     def _follow_drift(self) -> None:
@@ -255,7 +259,7 @@ class EdgevoiceCanceller(EchoCanceller):
         # Kalman gain: the filter's uncertainty P against the (smoothed) error power.
         pe = E.real ** 2 + E.imag ** 2
         self._m = 0.5 * self._m + 0.5 * pe
-        expected = np.einsum("kf,kf->f", self._P, pxk)
+        expected = (self._P * pxk).sum(axis=0)
         self._residual_lin = 0.5 * expected
         mu = self._P / (expected + 2.0 * self._m / self._k + self._delta)
         self._W += mu * np.conj(X) * E
