@@ -30,6 +30,7 @@ from edgevoice.errors import MissingDependencyError, require
 _LOGGER = logging.getLogger(__name__)
 
 FEATURE_STEP_SAMPLES = 160  # the front end's 10 ms hop
+_INT16_LE = np.dtype("<i2")
 DEFAULT_REFRACTORY_S = 2.0
 
 
@@ -159,7 +160,7 @@ class WakeWordDetector:
         return self.manifest.name
 
     def process(self, pcm: Pcm) -> list[WakeWordDetection]:
-        raw = pcm.tobytes() if pcm.dtype == np.dtype("<i2") else pcm.astype("<i2").tobytes()
+        raw = pcm.tobytes() if pcm.dtype == _INT16_LE else pcm.astype(_INT16_LE).tobytes()
         data = self._pending + raw if self._pending else raw
         size = len(data)
         step = FEATURE_STEP_SAMPLES * 2
