@@ -94,7 +94,7 @@ class Device:
 @contextlib.asynccontextmanager
 async def running_device(
     tmp_path: Path,
-    overrides: Iterable[str] = (),
+    extra: Iterable[str] = (),
     *,
     pin_factory: Any = None,
     notifier: Notifier | None = None,
@@ -103,7 +103,7 @@ async def running_device(
     grammar = "[" + ", ".join(f'"{p}"' for p in PHRASES) + "]"
     for phrase in (*PHRASES, WAKE_PHRASE):
         voice(phrase)
-    loaded = load_config(None, [
+    overrides = (
         "audio.backend=simulated",
         "device.id=test-device",
         f"device.state_dir={tmp_path / 'state'}",
@@ -113,13 +113,17 @@ async def running_device(
         "asr.engine=pocketsphinx",
         f"asr.grammar={grammar}",
         "llm.provider=agent",
-        *overrides,
-    ], search_paths=[])
+        *extra,
+    )
+    config_file = tmp_path / "config.toml"  # the daemon's own file: set_config and SIGHUP use it
+    config_file.touch()
+    loaded = load_config(config_file, overrides)
     room = SimulatedRoom(160, speed=0, echo_gain_db=echo_gain_db, echo_delay_ms=20, rt60_s=0.2,
                          noise_dbfs=-75, seed=1, record_dir=tmp_path / "room")
     device = Device(room)
-    device.daemon = Daemon(loaded, backend=room, pin_factory=pin_factory, root=tmp_path,
-                           notifier=notifier, on_event=device.on_event)
+    device.daemon = Daemon(loaded, config_path=config_file, overrides=overrides, backend=room,
+                           pin_factory=pin_factory, root=tmp_path, notifier=notifier,
+                           on_event=device.on_event)
     runner = asyncio.create_task(device.daemon.run(), name="device")
     ready = asyncio.create_task(device.daemon.ready.wait())
     await asyncio.wait({runner, ready}, timeout=120, return_when=asyncio.FIRST_COMPLETED)
