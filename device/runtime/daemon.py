@@ -142,8 +142,10 @@ class Daemon(DeviceActions):
         self._closers.append(front.close)
         synthesizer = await asyncio.to_thread(build_synthesizer, config.tts, config.models.dir or None)
         self._closers.append(synthesizer.close)
-        # The first synthesis pays for onnxruntime's lazy set-up: not the first reply's job.
-        await asyncio.to_thread(synthesizer.engine.warm_up)
+        # The first synthesis pays for onnxruntime's lazy set-up, and vosk expands its graph
+        # as speech visits it: warm both (the ASR with the device's own voice), so neither
+        # cost lands on the first turn.
+        await asyncio.to_thread(_warm_up, synthesizer, front)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
         earcons = Earcons(self.speaker, _enabled_earcons(config), config.earcons.level)
         self.agent = build_agent(config, self)
@@ -502,6 +504,13 @@ def build_front_end(config: Config) -> FrontEnd:
     from edgevoice.device.hearing import build_listener
 
     return FrontEnd(build_listener(config), build_canceller(config.aec))
+
+
+def _warm_up(synthesizer: Any, front: FrontEnd) -> None:
+    audio = synthesizer.engine.synthesize("Hello, what time is it today?")
+    asr = front.listener.asr
+    if asr is not None:
+        asr.warm_up(audio.pcm)
 
 
 def _enabled_earcons(config: Config) -> list[str]:
