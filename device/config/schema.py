@@ -407,6 +407,14 @@ class GpioConfig:
     led_pin: int = setting(-1, "BCM pin of a (PWM) status LED. -1: none.", minimum=-1, maximum=63,
                            restart=True)
     led_brightness: float = setting(1.0, "Status LED brightness.", minimum=0.0, maximum=1.0)
+    led_ring: str = setting(
+        "none", "An LED ring on SPI 0.0 showing the state: apa102 (ReSpeaker 2/4/6-Mic HATs) or none.",
+        choices=("none", "apa102"), restart=True,
+    )
+    led_ring_count: int = setting(
+        12, "LEDs on the ring (ReSpeaker 2-Mic HAT: 3, 4-Mic: 12, 6-Mic: 12).", minimum=1, maximum=255,
+        restart=True,
+    )
     pin_factory: str = setting(
         "", "gpiozero pin factory; empty lets gpiozero choose.",
         choices=("", "lgpio", "rpigpio", "pigpio", "native"), restart=True,

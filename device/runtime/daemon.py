@@ -99,6 +99,7 @@ class Daemon(DeviceActions):
         self._restart_requested = False
         self._outputs: dict[str, Any] = {}
         self._led: StatusLed | None = None
+        self._ring: Any = None
         self._closers: list[Callable[[], Any]] = []
         self._in_flight: set[asyncio.Task[Any]] = set()
         self.device_id = ""
@@ -256,12 +257,27 @@ class Daemon(DeviceActions):
         opened = open_gpio(button, gpio.led_pin if gpio.led_pin >= 0 else None, self._on_button, loop,
                            led_brightness=gpio.led_brightness, pin_factory=factory)
         if opened is None:
+            if gpio.led_ring == "apa102":
+                self._open_ring(factory)
             return
         push, led = opened
         self._led = led
         for device in (push, led):
             if device is not None:
                 self._closers.append(device.close)
+        if gpio.led_ring == "apa102":
+            self._open_ring(factory)
+
+    def _open_ring(self, factory: Any) -> None:
+        from edgevoice.device.ledring import LedRing
+
+        gpio = self.config.gpio
+        try:
+            self._ring = LedRing(gpio.led_ring_count, gpio.led_brightness, factory)
+        except Exception as err:
+            _LOGGER.warning("LED ring disabled: SPI is not available (%s: %s)", type(err).__name__, err)
+            return
+        self._closers.append(self._ring.close)
 
     def _on_button(self, event: ButtonEvent, data: dict[str, Any]) -> None:
         self.bus.emit(str(event), **data)
@@ -288,8 +304,9 @@ class Daemon(DeviceActions):
         self.bus.emit(EventType.BARGE_IN_MODE, mode=str(mode))
 
     def _on_state(self, state: State) -> None:
-        if self._led is not None:
-            self._led.show(LED_FOR_STATE[state])
+        for led in (self._led, self._ring):
+            if led is not None:
+                led.show(LED_FOR_STATE[state])
 
     def _spawn(self, coro: Any) -> None:
         """Run ``coro`` as a task the daemon keeps a reference to (and cancels at shutdown)."""
