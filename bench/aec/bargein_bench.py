@@ -168,6 +168,7 @@ def main() -> None:
     trials = args.trials or (100 if args.full else 20)
     self_minutes = args.minutes or (10.0 if args.full else 2.0)
     detected, latencies, same_words, early, same_phrase = 0, [], 0, 0, 0
+    right_heard, right_clean = 0, 0
     word_errors, word_total = 0, 0
     for seed in range(trials):
         rng = np.random.default_rng(1000 + seed)
@@ -213,6 +214,9 @@ def main() -> None:
         phrase_heard = transcribe(asr_grammar, out2[lo + 160:hi + 160])
         phrase_clean = transcribe(asr_grammar, to_pcm((near_full + noise) * gain)[lo:hi])
         same_phrase += phrase_heard == phrase_clean
+        said = _words_only(NEAR_TEXTS[seed % len(NEAR_TEXTS)]).split()
+        right_heard += phrase_heard == said
+        right_clean += phrase_clean == said
         word_errors += edit_distance(heard, clean)
         word_total += len(clean)
         print(f"trial {seed}: {latencies[-1]:.0f} ms (SER {ser:.1f} dB) heard={' '.join(heard)!r} "
@@ -249,6 +253,8 @@ def main() -> None:
           f"{self_interruptions} |")
     print(f"| same phrase as without echo (pocketsphinx grammar mode, the device's sentences as lures) | "
           f"{same_phrase}/{max(detected, 1)} |")
+    print(f"| phrase recognised right (grammar mode): echo-cancelled / without echo | "
+          f"{right_heard}/{max(detected, 1)} / {right_clean}/{max(detected, 1)} |")
     print(f"| same words as without echo (pocketsphinx, free-form) | {same_words}/{max(detected, 1)}; "
           f"word difference {100 * word_errors / max(word_total, 1):.0f}% of the words heard without echo |")
     print(f"\nmin_speech_ms = {args.min_speech_ms}; each trial 9 s, the interruption at 3-5.5 s.")
