@@ -79,6 +79,7 @@ class Speaker:
         self._lock = threading.Lock()
         self._queue: deque[Segment] = deque()
         self._history: deque[Segment] = deque(maxlen=history)
+        self._sounding: deque[Segment] = deque()  # begun, not yet heard to the end
         self._offset = 0  # samples of the head segment already written
         self._timeline = 0  # samples written in total (speech and silence)
         self._latency = 0  # samples of the timeline still in the device buffer
@@ -135,6 +136,7 @@ class Speaker:
                 head = self._queue[0]
                 if head.start is None:
                     head.start = self._timeline + filled
+                    self._sounding.append(head)
                 take = min(self.period_samples - filled, head.total - self._offset)
                 out[filled : filled + take] = head.pcm[self._offset : self._offset + take]
                 filled += take
@@ -210,10 +212,8 @@ class Speaker:
                 if utterance_id is None or segment.utterance_id == utterance_id:
                     queued += segment.total - (self._offset if index == 0 else 0)
             in_device = 0
-            for segment in self._history:
-                if utterance_id is not None and segment.utterance_id != utterance_id:
-                    continue
-                if segment.start is not None:
+            for segment in self._sounding:
+                if utterance_id is None or segment.utterance_id == utterance_id:
                     in_device += segment.written - self._played_of(segment, position)
             return queued + in_device
 
@@ -221,23 +221,28 @@ class Speaker:
         return self.pending_samples(utterance_id) > 0
 
     def _notify(self) -> None:
-        if self.on_segment_started is None and self.on_segment_finished is None:
-            return
+        # Only segments that have begun and not yet been heard to the end are looked at:
+        # this runs every period on the audio thread.
         fire: list[tuple[SegmentCallback, SegmentProgress]] = []
+        started_cb, finished_cb = self.on_segment_started, self.on_segment_finished
         with self._lock:
+            if not self._sounding:
+                return
             position = max(0, self._timeline - self._latency)
-            for segment in self._history:
-                if segment.start is None or segment.finished_notified:
-                    continue
+            still: deque[Segment] = deque()
+            for segment in self._sounding:
                 played = self._played_of(segment, position)
                 if not segment.started_notified and played > 0:
                     segment.started_notified = True
-                    if self.on_segment_started is not None:
-                        fire.append((self.on_segment_started, self._progress(segment, position)))
-                fully_written = segment.written >= len(segment.pcm)
-                if fully_written and played >= segment.written and segment.started_notified:
-                    segment.finished_notified = True
-                    if self.on_segment_finished is not None:
-                        fire.append((self.on_segment_finished, self._progress(segment, position)))
+                    if started_cb is not None:
+                        fire.append((started_cb, self._progress(segment, position)))
+                if segment.written >= len(segment.pcm) and played >= segment.written:
+                    if segment.started_notified:
+                        segment.finished_notified = True
+                        if finished_cb is not None:
+                            fire.append((finished_cb, self._progress(segment, position)))
+                    continue  # heard to the end (or nothing of it was ever written)
+                still.append(segment)
+            self._sounding = still
         for callback, progress in fire:
             callback(progress)

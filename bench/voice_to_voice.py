@@ -33,8 +33,9 @@ from edgevoice.device.runtime.demo import Line, Person, synthesize_lines
 
 QUESTIONS = ("What time is it?", "What is the date today?", "How are you?", "What is your name?",
              "Thank you.")
+# The built-in agent answers at once (no simulated typing), so what is left is the device.
 BASE = ["audio.backend=simulated", "gpio.enabled=false", "mqtt.url=", "device.id=bench",
-        "conversation.session_idle_reset_s=0", "earcons.wake=false"]
+        "conversation.session_idle_reset_s=0", "earcons.wake=false", "local.word_delay_ms=0"]
 
 
 def rss_mb() -> float:

@@ -17,6 +17,9 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from edgevoice.audio.aec.base import PERIOD_SAMPLES as AEC_PERIOD
 from edgevoice.audio.aec.base import AecStats, EchoCanceller
 from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs
 from edgevoice.audio.listener import HearingEvent, Listener
@@ -79,7 +82,7 @@ class FrontEnd:
         for action in controls:
             events.extend(action(self.listener))
         if self.canceller is not None:
-            clean = self.canceller.process(frame.mic, frame.reference)
+            clean = self._cancel(frame.mic, frame.reference)
             stats: AecStats | None = self.canceller.stats
         else:
             clean, stats = frame.mic, None
@@ -94,6 +97,15 @@ class FrontEnd:
             far_end,
             stats,
         )
+
+    def _cancel(self, mic: Pcm, reference: Pcm) -> Pcm:
+        """The echo cancellers work in 10 ms periods; a 20 ms duplex period is two."""
+        assert self.canceller is not None
+        if len(mic) == AEC_PERIOD:
+            return self.canceller.process(mic, reference)
+        parts = [self.canceller.process(mic[i:i + AEC_PERIOD], reference[i:i + AEC_PERIOD])
+                 for i in range(0, len(mic), AEC_PERIOD)]
+        return np.concatenate(parts)
 
     def close(self) -> None:
         self.listener.close()
