@@ -116,3 +116,15 @@ def test_webrtc_removes_echo_in_a_child_process() -> None:
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["erle"] > 15.0
     assert result["stats_erle"] is not None
+
+
+def test_edgevoice_tracks_clock_drift() -> None:
+    # the speaker's clock runs 100 ppm fast: the echo arrives 1.6 samples a second earlier
+    mic, ref = echo_scenario(seconds=10.0, delay_ms=80.0, drift_ppm=100.0)
+    aec = create_canceller("edgevoice")
+    out = aec.process_signal(mic, ref)
+    assert -140.0 < aec.drift_ppm < -60.0  # type: ignore[attr-defined]
+    assert erle_db(mic, out, 7.0, aec.latency_ms) > 25.0
+    still = create_canceller("edgevoice")
+    still.process_signal(*echo_scenario(seconds=10.0, delay_ms=80.0))
+    assert abs(still.drift_ppm) < 10.0  # type: ignore[attr-defined]
