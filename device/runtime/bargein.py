@@ -29,8 +29,9 @@ class BargeIn:
 
 class BargeInMonitor:
     def __init__(self, detector: BargeInDetector, has_reference: bool = True,
-                 on_mode: Callable[[Mode], None] | None = None) -> None:
+                 on_mode: Callable[[Mode], None] | None = None, origin_s: float = 0.0) -> None:
         self.detector = detector
+        self.origin_s = origin_s  # the audio time of the first window fed (see the listener's)
         self.has_reference = has_reference
         self.on_mode = on_mode
         self.decisions: dict[str, int] = {}
@@ -62,14 +63,14 @@ class BargeInMonitor:
                 self.decisions[str(update.decision)] = self.decisions.get(str(update.decision), 0) + 1
             if update.decision is Decision.BARGE_IN and taken is None:
                 onset_ms = update.speech_onset_ms if update.speech_onset_ms is not None else 0
-                taken = BargeIn(onset_ms / 1000.0)
+                taken = BargeIn(self.origin_s + onset_ms / 1000.0)
         return taken
 
     def words(self, count: int) -> BargeIn | None:
         update = self.detector.words(count)
         if update.decision is Decision.BARGE_IN:
             onset_ms = update.speech_onset_ms if update.speech_onset_ms is not None else 0
-            return BargeIn(onset_ms / 1000.0)
+            return BargeIn(self.origin_s + onset_ms / 1000.0)
         return None
 
     def turn_finished(self, words: int) -> After:
@@ -85,4 +86,5 @@ def build_barge_in(config: BargeInConfig, canceller: EchoCanceller | None,
     from edgevoice.device.aec_setup import build_barge_in as build_detector
 
     has_reference = canceller is not None and canceller.name != "none"
-    return BargeInMonitor(build_detector(config), has_reference, on_mode)
+    origin_s = -canceller.latency_ms / 1000.0 if canceller is not None else 0.0
+    return BargeInMonitor(build_detector(config), has_reference, on_mode, origin_s)

@@ -520,7 +520,10 @@ def build_front_end(config: Config) -> FrontEnd:
     from edgevoice.device.aec_setup import build_canceller
     from edgevoice.device.hearing import build_listener
 
-    return FrontEnd(build_listener(config), build_canceller(config.aec))
+    canceller = build_canceller(config.aec)
+    # The canceller's output lags the microphone (edgevoice's suppressor: one period);
+    # start the listener's clock that much earlier so its timestamps are the mic's.
+    return FrontEnd(build_listener(config, origin_s=-canceller.latency_ms / 1000.0), canceller)
 
 
 def _warm_up(synthesizer: Any, front: FrontEnd) -> None:
