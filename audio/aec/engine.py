@@ -127,6 +127,10 @@ class EdgevoiceCanceller(EchoCanceller):
         self._last_gain = np.zeros(_F)
         self._far_active = False
         self._delay_est.reset()
+        # Periods of all-zero reference in a row; past _quiet_after the ring and the
+        # filter history are all zeros (see _process_quiet).
+        self._silent_periods = 0
+        self._quiet_after = len(self._ring) // _N + k + 2
 
     # -- reading the aligned reference -------------------------------------------------
     def _aligned(self, blocks_back: int, length: int) -> _Floats:
@@ -152,6 +156,9 @@ class EdgevoiceCanceller(EchoCanceller):
         check_period(mic, reference)
         d = mic.astype(np.float64) * (1.0 / 32768.0)
         xr = reference.astype(np.float64) * (1.0 / 32768.0)
+        self._silent_periods = self._silent_periods + 1 if not reference.any() else 0
+        if self._silent_periods > self._quiet_after:
+            return self._process_quiet(d, xr)
         self._periods += 1
         self._delay_est.push(d, xr)
         self._ring[:-_N] = self._ring[_N:]
@@ -196,6 +203,21 @@ class EdgevoiceCanceller(EchoCanceller):
             e = es  # the shadow explains the echo better right now (moved path)
 
         out = self._suppress(e)
+        self._track_stats(d, out)
+        return to_int16(out)
+
+    def _process_quiet(self, d: _Floats, xr: _Floats) -> Pcm:
+        """The far end has been silent for longer than the delay line and the filter
+        reach: the reference ring and the filter's input history hold only zeros, so the
+        echo estimate is exactly zero. This is :meth:`process` with everything that
+        would multiply those zeros left out (the listening device's common case); the
+        output is bit for bit the same."""
+        self._periods += 1
+        self._delay_est.push(d, xr)
+        self._power *= 0.9
+        self._far_active = False
+        self._residual_lin *= 0.5
+        out = self._suppress(d)
         self._track_stats(d, out)
         return to_int16(out)
 

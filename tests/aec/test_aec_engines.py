@@ -128,3 +128,24 @@ def test_edgevoice_tracks_clock_drift() -> None:
     still = create_canceller("edgevoice")
     still.process_signal(*echo_scenario(seconds=10.0, delay_ms=80.0))
     assert abs(still.drift_ppm) < 10.0  # type: ignore[attr-defined]
+
+
+def test_quiet_far_end_fast_path_is_bit_exact() -> None:
+    """While the far end is silent the engine skips the filter; the output must be exactly
+    what the full computation gives, through silence, speech and silence again."""
+    rng = np.random.default_rng(7)
+    speech = (rng.standard_normal(16000 * 2) * 3000).astype(np.int16)
+    silence = np.zeros(16000, np.int16)
+    far = np.concatenate([speech, silence, silence, silence, speech[:8000], silence, silence])
+    echo = np.concatenate([np.zeros(800, np.int16), (far[:-800] * 0.3).astype(np.int16)])
+    mic = (echo + rng.standard_normal(len(far)) * 30).astype(np.int16)
+    fast = create_canceller("edgevoice")
+    full = create_canceller("edgevoice")
+    full._quiet_after = 10**9  # type: ignore[attr-defined]
+    quiet = 0
+    for i in range(0, len(far), 160):
+        out_fast = fast.process(mic[i:i + 160], far[i:i + 160])
+        out_full = full.process(mic[i:i + 160], far[i:i + 160])
+        assert np.array_equal(out_fast, out_full), f"differs at period {i // 160}"
+        quiet += fast._silent_periods > fast._quiet_after  # type: ignore[attr-defined]
+    assert quiet > 100  # the fast path really ran
