@@ -1,0 +1,1 @@
+"""The config sections, one module per area; :mod:`..schema` assembles them."""

