@@ -17,7 +17,6 @@ import logging
 import os
 import signal
 import sys
-import time
 from collections.abc import Callable, Mapping
 from importlib import import_module
 from pathlib import Path
@@ -110,7 +109,6 @@ class Daemon(DeviceActions):
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
         self.ready = asyncio.Event()
-        self.started_at = time.time()
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -197,20 +195,11 @@ class Daemon(DeviceActions):
             done, _ = await asyncio.wait({conversation, stop}, return_when=asyncio.FIRST_COMPLETED)
             if conversation in done and conversation.exception() is not None:
                 raise conversation.exception()  # type: ignore[misc]
-            if conversation in done:
-                # A finite source (WAV file, scripted room) ended: let the last reply finish.
-                await self._drain()
+            # Otherwise: stopped, or a finite source (a WAV file, a room with a duration)
+            # ended; with no audio thread nothing more can be heard or played.
         finally:
             for task in (conversation, watchdog, stop):
                 await cancel_task(task)
-
-    async def _drain(self, limit_s: float = 30.0) -> None:
-        conversation = self.conversation
-        deadline = time.monotonic() + limit_s
-        while conversation is not None and conversation.state in (State.THINKING, State.SPEAKING):
-            if time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.05)
 
     async def _shutdown(self) -> None:
         self.notifier.stopping()
