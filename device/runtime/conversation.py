@@ -136,6 +136,7 @@ class Conversation:
         idle = asyncio.create_task(self._idle_reset(), name="conversation-idle-reset")
         try:
             async for frame in frames:
+                self.clock.tick()
                 result = await loop.run_in_executor(self._executor, self.front.process, frame)
                 await self._on_front(result)
         finally:

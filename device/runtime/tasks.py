@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -35,17 +37,32 @@ class AudioClock:
     """The audio clock as the event loop sees it.
 
     ``source`` is the duplex loop's own position (seconds of capture read so far), so
-    "now" is where the audio is, not where the front end's processing has got to. A
-    past ``time.monotonic()`` stamp is mapped back at real-time speed, which is what
-    the audio clock runs at on a device and in the room at speed 1.
+    "now" is where the audio is, not where the front end's processing has got to.
+    :meth:`tick` (once per frame) remembers where the audio clock stood at each moment
+    of the last minute, so a past ``time.monotonic()`` stamp maps onto the audio clock
+    even if the audio thread fell behind real time in between.
     """
 
-    def __init__(self, source: Callable[[], float]) -> None:
+    def __init__(self, source: Callable[[], float], history: int = 6000,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._source = source
+        self._monotonic = monotonic
+        self._monos: deque[float] = deque(maxlen=history)
+        self._audios: deque[float] = deque(maxlen=history)
 
     def now(self) -> float:
         return self._source()
 
+    def tick(self) -> None:
+        self._monos.append(self._monotonic())
+        self._audios.append(self._source())
+
     def at(self, mono: float) -> float:
         """Audio time of a ``time.monotonic()`` stamp taken earlier."""
-        return self._source() - max(0.0, time.monotonic() - mono)
+        monos = self._monos
+        index = bisect.bisect_right(monos, mono) - 1
+        if index < 0 or not monos:
+            return self._source() - max(0.0, self._monotonic() - mono)
+        following = self._audios[index + 1] if index + 1 < len(monos) else self._source()
+        # Between two ticks the audio clock ran at most as far as the next tick says.
+        return min(self._audios[index] + (mono - monos[index]), following)
