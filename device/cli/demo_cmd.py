@@ -64,11 +64,13 @@ def _describe(event: Event) -> str:
 def _latency_table(turns: list[dict[str, Any]]) -> str:
     stages = ["endpoint", "asr_final", "request", "first_text", "first_sentence", "tts_first_audio",
               "playout", "voice_to_voice", "interrupt_to_silence"]
-    header = f"{'turn':<6}{'status':<13}" + "".join(f"{s:>16}" for s in stages)
+    widths = [len(stage) + 2 for stage in stages]
+    header = f"{'turn':<6}{'status':<13}" + "".join(f"{s:>{w}}" for s, w in zip(stages, widths, strict=True))
     rows = [header, "-" * len(header)]
     for number, turn in enumerate(turns, 1):
         values = turn.get("stages_ms", {})
-        cells = "".join(f"{values[s]:>16.0f}" if s in values else f"{'-':>16}" for s in stages)
+        cells = "".join(f"{values[s]:>{w}.0f}" if s in values else f"{'-':>{w}}"
+                        for s, w in zip(stages, widths, strict=True))
         rows.append(f"{number:<6}{turn.get('status', ''):<13}{cells}")
     return "\n".join(rows)
 
