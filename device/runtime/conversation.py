@@ -125,6 +125,7 @@ class Conversation:
         self._reply_ended_at: float | None = None
         self._last_activity = time.monotonic()
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="edgevoice-frontend")
+        self._last_frame_error = float("-inf")
         self._background: set[asyncio.Task[Any]] = set()
         self._unsubscribe = bus.subscribe(self._on_bus_event)
 
@@ -137,8 +138,20 @@ class Conversation:
         try:
             async for frame in frames:
                 self.clock.tick()
-                result = await loop.run_in_executor(self._executor, self.front.process, frame)
-                await self._on_front(result)
+                try:
+                    result = await loop.run_in_executor(self._executor, self.front.process, frame)
+                    await self._on_front(result)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # One bad frame (an engine error, a bug) must not end the conversation:
+                    # say so, at most once a second, and go on with the next frame.
+                    now = time.monotonic()
+                    if now - self._last_frame_error >= 1.0:
+                        self._last_frame_error = now
+                        _LOGGER.exception("processing audio frame %d failed; carrying on", frame.index)
+                        self.bus.emit(EventType.ERROR, source="front_end", code="frame_failed",
+                                      message="processing an audio frame failed; see the log")
         finally:
             await cancel_task(idle)
 
@@ -419,6 +432,19 @@ class Conversation:
             yield delta
 
     async def _run_reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool = True) -> None:
+        try:
+            await self._reply(turn, deltas, record=record)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # A bug here must not leave the device stuck "thinking": fail the turn.
+            _LOGGER.exception("reply %s failed unexpectedly", turn.timeline.turn_id)
+            self._reply_task = None
+            self.bus.emit(EventType.ERROR, source="reply", code="reply_failed",
+                          message="the reply failed unexpectedly; see the log")
+            await self.feed(Input.REPLY_FAILED)
+
+    async def _reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool) -> None:
         outcome = await self.replies.speak(deltas, turn.timeline.turn_id)
         self._mark_reply(turn, outcome)
         if record:

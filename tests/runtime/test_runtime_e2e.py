@@ -163,3 +163,37 @@ async def test_wake_word_opens_a_turn_and_the_follow_up_window_takes_the_next(tm
             assert second.data["text"] == "what is my name"
             await device.wait_for(EventType.REPLY_DONE, status="completed")
             assert [b["text"] for b in server.state.bodies()] == ["my name is alice", "what is my name"]
+
+
+async def test_a_failing_frame_is_reported_and_the_device_keeps_listening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgevoice.audio.frames import DuplexFrame
+    from edgevoice.device.runtime import daemon as daemon_module
+    from edgevoice.device.runtime.frontend import FrontEnd, FrontResult
+
+    class FlakyFrontEnd(FrontEnd):
+        """The real front end, but frame 50 blows up as an engine bug would."""
+
+        def process(self, frame: DuplexFrame) -> FrontResult:
+            if frame.index == 50:
+                raise RuntimeError("simulated engine failure")
+            return super().process(frame)
+
+    real_build = daemon_module.build_front_end
+
+    def build(config: object) -> FrontEnd:
+        front = real_build(config)  # type: ignore[arg-type]
+        front.__class__ = FlakyFrontEnd
+        return front
+
+    monkeypatch.setattr(daemon_module, "build_front_end", build)
+    async with (
+        example_server(shape="json") as server,
+        running_device(tmp_path, [f"agent.url={server.url}/agent"]) as device,
+    ):
+        error = await device.wait_for(EventType.ERROR, source="front_end")
+        assert error.data["code"] == "frame_failed"
+        device.say("hello there")
+        heard = await device.wait_for(EventType.TRANSCRIPT_USER)
+        assert heard.data["text"] == "hello there"
