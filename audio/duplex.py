@@ -108,6 +108,8 @@ class DuplexLoop:
         self.xrun_event_interval_s = float(xrun_event_interval_s)
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
+        self._available = threading.Condition(self._lock)  # for a consumer thread (take)
+        self._sync_waiting = False
         self._queue: deque[DuplexFrame] = deque()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -211,6 +213,23 @@ class DuplexLoop:
                 continue
             yield frame
 
+    def take(self, timeout: float) -> list[DuplexFrame] | None:
+        """For a consumer *thread* (instead of :meth:`frames`): every frame queued so far,
+        waiting up to ``timeout`` seconds for the first; ``[]`` on timeout, ``None`` once
+        the loop has finished and the queue is drained. Taking frames in batches spares
+        the event loop a wake-up per period."""
+        with self._lock:
+            if not self._queue and not self._finished:
+                self._sync_waiting = True
+                self._available.wait(timeout)
+                self._sync_waiting = False
+            if not self._queue:
+                return None if self._finished else []
+            frames = list(self._queue)
+            self._queue.clear()
+            self._space.notify_all()
+            return frames
+
     def _wake_consumer(self) -> None:
         wake, loop = self._wake, self._loop
         if wake is not None and loop is not None:
@@ -222,6 +241,7 @@ class DuplexLoop:
     def _finish(self) -> None:
         with self._lock:
             self._finished = True
+            self._available.notify_all()
             waiting = self._consumer_waiting
             self._consumer_waiting = False
         if waiting:
@@ -294,6 +314,8 @@ class DuplexLoop:
                         return elapsed, False
             self._queue.append(frame)
             self._frames += 1
+            if self._sync_waiting:
+                self._available.notify()
             wake = self._consumer_waiting
             self._consumer_waiting = False
         return elapsed, wake

@@ -10,14 +10,14 @@ pre-roll included — begins.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from edgevoice.audio.aec.base import EchoCanceller
+from edgevoice.audio.aec.base import AecStats, EchoCanceller
 from edgevoice.audio.bargein import After, BargeInDetector, BargeInInput, Decision, Mode
 from edgevoice.audio.frames import SAMPLE_RATE, dbfs
+from edgevoice.audio.vad import VadWindow
 from edgevoice.device.config.schema import BargeInConfig
-from edgevoice.device.runtime.frontend import FrontResult
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -40,13 +40,13 @@ class BargeInMonitor:
     def mode(self) -> Mode:
         return self.detector.mode
 
-    def update(self, result: FrontResult, *, in_reply: bool) -> BargeIn | None:
-        """Feed the frame's VAD windows; a :class:`BargeIn` when the person took over."""
-        aec = result.aec
+    def update(self, windows: Sequence[VadWindow], aec: AecStats | None, far_end_active: bool, *,
+               in_reply: bool) -> BargeIn | None:
+        """Feed one frame's VAD windows; a :class:`BargeIn` when the person took over."""
         residual = aec.residual_echo_dbfs if aec is not None else -120.0
-        reference_ok = self.has_reference and (aec is None or aec.reference_ok or not result.far_end_active)
+        reference_ok = self.has_reference and (aec is None or aec.reference_ok or not far_end_active)
         taken: BargeIn | None = None
-        for window in result.windows:
+        for window in windows:
             update = self.detector.update(BargeInInput(
                 duration_ms=round(len(window.pcm) * 1000 / SAMPLE_RATE),
                 vad_probability=window.probability,

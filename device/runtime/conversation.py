@@ -19,15 +19,16 @@ become the next turn) or the device's own echo (ignored).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from edgevoice.audio.bargein import After
 from edgevoice.audio.earcons import Earcon, Earcons
 from edgevoice.audio.frames import DuplexFrame
 from edgevoice.audio.listener import (
@@ -55,6 +56,12 @@ _LOGGER = logging.getLogger(__name__)
 # A turn that began during the device's own speech, was never confirmed as a
 # barge-in, but went on this long after the reply ended, is the person's next turn.
 LATE_TURN_AFTER_REPLY_S = 0.3
+
+
+class FrameSource(Protocol):
+    """Where the front end takes frames from: :meth:`DuplexLoop.take`."""
+
+    def take(self, timeout: float) -> list[DuplexFrame] | None: ...
 
 
 @dataclass(slots=True)
@@ -108,9 +115,11 @@ class Conversation:
         self.agent = agent
         self.earcons = earcons
         self.barge_in = barge_in
+        front.barge_in = barge_in  # the front-end thread owns the detector from here on
         self.settings = settings
         self.on_state = on_state
         self.state = State.IDLE
+        self._in_reply = False
         self.clock = clock
         self.counters = Counters()
         self.percentiles = RunningPercentiles()
@@ -124,36 +133,82 @@ class Conversation:
         self._end_after_reply = False
         self._reply_ended_at: float | None = None
         self._last_activity = time.monotonic()
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="edgevoice-frontend")
         self._last_frame_error = float("-inf")
         self._background: set[asyncio.Task[Any]] = set()
         self._unsubscribe = bus.subscribe(self._on_bus_event)
 
     # --- the loop -----------------------------------------------------------------------
 
-    async def run(self, frames: AsyncIterator[DuplexFrame]) -> None:
-        """Consume the duplex loop's frames until they end (or the task is cancelled)."""
+    async def run(self, duplex: FrameSource) -> None:
+        """Hear the duplex loop's frames until they end (or the task is cancelled).
+
+        The front end takes frames from the audio thread itself, in batches, on its own
+        thread, and wakes the event loop only when it heard something (an event, a
+        barge-in): an idle listening device costs the loop nothing per period.
+        """
         loop = asyncio.get_running_loop()
+        results: asyncio.Queue[FrontResult | None] = asyncio.Queue()
+        stop = threading.Event()
+        worker = threading.Thread(target=self._front_thread, args=(duplex, loop, results, stop),
+                                  name="edgevoice-frontend", daemon=True)
         idle = asyncio.create_task(self._idle_reset(), name="conversation-idle-reset")
+        worker.start()
         try:
-            async for frame in frames:
-                self.clock.tick()
+            while (result := await results.get()) is not None:
                 try:
-                    result = await loop.run_in_executor(self._executor, self.front.process, frame)
                     await self._on_front(result)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
-                    # One bad frame (an engine error, a bug) must not end the conversation:
-                    # say so, at most once a second, and go on with the next frame.
-                    now = time.monotonic()
-                    if now - self._last_frame_error >= 1.0:
-                        self._last_frame_error = now
-                        _LOGGER.exception("processing audio frame %d failed; carrying on", frame.index)
-                        self.bus.emit(EventType.ERROR, source="front_end", code="frame_failed",
-                                      message="processing an audio frame failed; see the log")
+                    self._frame_failed(result.index, traceback.format_exc())
         finally:
+            stop.set()
             await cancel_task(idle)
+            await asyncio.to_thread(worker.join, 5.0)
+
+    def _front_thread(self, duplex: FrameSource, loop: asyncio.AbstractEventLoop,
+                      results: asyncio.Queue[FrontResult | None], stop: threading.Event) -> None:
+        def post(item: FrontResult | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
+                loop.call_soon_threadsafe(results.put_nowait, item)
+
+        try:
+            while not stop.is_set():
+                frames = duplex.take(0.5)
+                if frames is None:
+                    break
+                for frame in frames:
+                    self.clock.tick()
+                    try:
+                        result = self.front.process(frame, in_reply=self._in_reply)
+                    except Exception:
+                        loop.call_soon_threadsafe(self._frame_failed, frame.index, traceback.format_exc())
+                        continue
+                    self.levels = result.levels()
+                    if result.events or result.barge_in is not None:
+                        post(result)
+        finally:
+            post(None)
+
+    def _on_front_thread(self, action: Callable[[], object]) -> None:
+        """Run ``action`` on the front-end thread before its next frame (it owns the
+        barge-in detector and the listener)."""
+
+        def run(_: Listener) -> list[HearingEvent]:
+            action()
+            return []
+
+        self.front.control(run)
+
+    def _frame_failed(self, index: int, details: str) -> None:
+        # One bad frame (an engine error, a bug) must not end the conversation: say so, at
+        # most once a second, and go on with the next frame.
+        now = time.monotonic()
+        if now - self._last_frame_error >= 1.0:
+            self._last_frame_error = now
+            _LOGGER.error("processing audio frame %d failed; carrying on\n%s", index, details)
+            self.bus.emit(EventType.ERROR, source="front_end", code="frame_failed",
+                          message="processing an audio frame failed; see the log")
 
     async def close(self) -> None:
         async with self._lock:
@@ -161,7 +216,6 @@ class Conversation:
         for task in list(self._background):
             await cancel_task(task)
         self._unsubscribe()
-        self._executor.shutdown(wait=True)
         self.front.close()
 
     def context(self, *, listener_opened: bool = False) -> Context:
@@ -231,6 +285,8 @@ class Conversation:
         if state is self.state:
             return
         previous, self.state = self.state, state
+        # Read by the front-end thread (a plain attribute: one atomic store).
+        self._in_reply = state in (State.THINKING, State.SPEAKING)
         if state is State.MUTED:
             self.front.control(lambda listener: listener.set_enabled(False))
         elif previous is State.MUTED:
@@ -276,20 +332,10 @@ class Conversation:
     # --- what the front end heard -----------------------------------------------------------
 
     async def _on_front(self, result: FrontResult) -> None:
-        self.levels = {
-            "input_dbfs": round(result.mic_dbfs, 1),
-        }
-        if result.aec is not None:
-            erle = result.aec.erle_db
-            delay = result.aec.delay_ms
-            self.levels["echo_reduction_db"] = None if erle is None else round(erle, 1)
-            self.levels["echo_delay_ms"] = None if delay is None else round(delay, 1)
-            self.levels["echo_reference_ok"] = result.aec.reference_ok
         for event in result.events:
             await self._on_hearing(event)
-        taken = self.barge_in.update(result, in_reply=self.state in (State.THINKING, State.SPEAKING))
-        if taken is not None:
-            await self._take_barge_in(taken.onset_s)
+        if result.barge_in is not None:
+            await self._take_barge_in(result.barge_in.onset_s)
 
     async def _on_hearing(self, event: HearingEvent) -> None:
         if isinstance(event, SpeechStarted):
@@ -313,11 +359,7 @@ class Conversation:
             await self.feed(Input.WAKE_WORD)
         elif isinstance(event, PartialTranscript):
             turn = self._turn
-            if turn is not None and not turn.accepted:
-                taken = self.barge_in.words(len(event.text.split()))
-                if taken is not None:
-                    await self._take_barge_in(taken.onset_s)
-            elif turn is not None:
+            if turn is not None and turn.accepted:
                 self.bus.emit(EventType.TRANSCRIPT_USER_DELTA, text=event.text)
         elif isinstance(event, FinalTranscript):
             await self._on_final(event)
@@ -345,7 +387,8 @@ class Conversation:
                 self._turn.timeline.marks.update(turn.timeline.marks)
                 turn = self._turn
         if turn.barge_in:
-            self.barge_in.turn_finished(len(final.words))
+            heard = len(final.words)
+            self._on_front_thread(lambda: self.barge_in.turn_finished(heard))
         turn.text = final.text
         turn.timeline.mark(Mark.ASR_FINAL, self.clock.now())
         self.counters.turns += 1
@@ -373,7 +416,8 @@ class Conversation:
         await self.feed(Input.TURN_DISCARDED)
         if turn.barge_in:
             self.counters.false_barge_ins += 1
-            if self.barge_in.turn_finished(0) is After.RESUME:
+            self._on_front_thread(lambda: self.barge_in.turn_finished(0))
+            if self.barge_in.detector.settings.resume_after_false_barge_in:
                 await self._resume_after_false_barge_in()
 
     async def _take_barge_in(self, onset_s: float) -> None:
@@ -407,7 +451,7 @@ class Conversation:
 
     def _start_reply(self, turn: Turn, final: FinalTranscript) -> None:
         user = UserTurn(text=final.text, low_confidence=final.low_confidence)
-        self.barge_in.reset()
+        self._on_front_thread(self.barge_in.reset)
         self._reply_turn = turn
         self._reply_ended_at = None
         self._interrupted = None

@@ -188,7 +188,7 @@ class Daemon(DeviceActions):
 
     async def _supervise(self) -> None:
         assert self.conversation is not None and self.duplex is not None
-        conversation = asyncio.create_task(self.conversation.run(self.duplex.frames()), name="conversation")
+        conversation = asyncio.create_task(self.conversation.run(self.duplex), name="conversation")
         watchdog = asyncio.create_task(self.notifier.run_watchdog(), name="watchdog")
         stop = asyncio.create_task(self._stop.wait(), name="stop")
         try:

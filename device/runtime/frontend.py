@@ -16,14 +16,16 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES as AEC_PERIOD
 from edgevoice.audio.aec.base import AecStats, EchoCanceller
 from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs
-from edgevoice.audio.listener import HearingEvent, Listener
+from edgevoice.audio.listener import HearingEvent, Listener, PartialTranscript
 from edgevoice.audio.vad import VadWindow, VoiceActivity
+from edgevoice.device.runtime.bargein import BargeIn, BargeInMonitor
 
 Control = Callable[[Listener], list[HearingEvent]]
 
@@ -55,15 +57,28 @@ class FrontResult:
     mic_dbfs: float
     far_end_active: bool
     aec: AecStats | None = field(default=None)
+    barge_in: BargeIn | None = None  # the person took over the reply in this frame
+
+    def levels(self) -> dict[str, Any]:
+        """What telemetry reports of the audio (the MQTT bridge's key names)."""
+        levels: dict[str, Any] = {"input_dbfs": round(self.mic_dbfs, 1)}
+        if self.aec is not None:
+            erle, delay = self.aec.erle_db, self.aec.delay_ms
+            levels["echo_reduction_db"] = None if erle is None else round(erle, 1)
+            levels["echo_delay_ms"] = None if delay is None else round(delay, 1)
+            levels["echo_reference_ok"] = self.aec.reference_ok
+        return levels
 
 
 class FrontEnd:
     """Echo cancellation and hearing for one stream. Not thread-safe except
     :meth:`control`, which may be called from any thread."""
 
-    def __init__(self, listener: Listener, canceller: EchoCanceller | None) -> None:
+    def __init__(self, listener: Listener, canceller: EchoCanceller | None,
+                 barge_in: BargeInMonitor | None = None) -> None:
         self.listener = listener
         self.canceller = canceller
+        self.barge_in = barge_in
         self._recorder = WindowRecorder(listener.vad)
         listener.vad = self._recorder
         self._controls: deque[Control] = deque()
@@ -74,7 +89,9 @@ class FrontEnd:
         with self._lock:
             self._controls.append(action)
 
-    def process(self, frame: DuplexFrame) -> FrontResult:
+    def process(self, frame: DuplexFrame, *, in_reply: bool = False) -> FrontResult:
+        """One frame through the canceller and the listener; while a reply is in flight
+        (``in_reply``) the barge-in detector sees the VAD windows and the partial words."""
         events: list[HearingEvent] = []
         with self._lock:
             controls = list(self._controls)
@@ -88,15 +105,16 @@ class FrontEnd:
             clean, stats = frame.mic, None
         events.extend(self.listener.process(clean))
         far_end = bool(frame.reference.any())
-        return FrontResult(
-            frame.index,
-            frame.end_s,
-            tuple(events),
-            tuple(self._recorder.take()),
-            dbfs(frame.mic),
-            far_end,
-            stats,
-        )
+        windows = tuple(self._recorder.take())
+        taken: BargeIn | None = None
+        if self.barge_in is not None:
+            taken = self.barge_in.update(windows, stats, far_end, in_reply=in_reply)
+            if in_reply and taken is None:
+                for event in events:
+                    if isinstance(event, PartialTranscript):
+                        taken = taken or self.barge_in.words(len(event.text.split()))
+        return FrontResult(frame.index, frame.end_s, tuple(events), windows, dbfs(frame.mic), far_end,
+                           stats, taken)
 
     def _cancel(self, mic: Pcm, reference: Pcm) -> Pcm:
         """The echo cancellers work in 10 ms periods; a 20 ms duplex period is two."""

@@ -228,3 +228,25 @@ async def test_room_echo_is_aligned_with_the_reference() -> None:
     expected = np.rint(ref[: len(ref) - lag] * 10 ** (-6 / 20))
     assert np.max(np.abs(mic[lag:] - expected)) <= 1.0
     assert duplex.stats.frames == 100
+
+
+async def test_a_consumer_thread_takes_every_frame_in_batches_and_sees_the_end() -> None:
+    room = SimulatedRoom(160, speed=0, seed=5, duration_s=2.0)
+    duplex = DuplexLoop(room, Speaker(160), queue_periods=50)
+    duplex.start(asyncio.get_running_loop())
+    batches: list[int] = []
+    indices: list[int] = []
+
+    def consume() -> None:
+        while (frames := duplex.take(1.0)) is not None:
+            batches.append(len(frames))
+            indices.extend(f.index for f in frames)
+            time.sleep(0.01)  # a slow consumer: the virtual-time room waits for it
+
+    worker = threading.Thread(target=consume)
+    worker.start()
+    await asyncio.to_thread(worker.join, 30)
+    duplex.stop()
+    assert not worker.is_alive()
+    assert indices == list(range(200))  # 2 s of 10 ms periods, none lost, in order
+    assert max(batches) > 1  # frames that piled up came as one batch
