@@ -51,7 +51,9 @@ class AudioClock:
         self._audios: deque[float] = deque(maxlen=history)
 
     def now(self) -> float:
-        return self._source()
+        # Through the same mapping as past stamps, so marks taken now and marks mapped
+        # from stamps later never disagree about order.
+        return self.at(self._monotonic())
 
     def tick(self) -> None:
         self._monos.append(self._monotonic())
