@@ -7,6 +7,7 @@ API::
     duplex.start(asyncio.get_running_loop())   # opens the backend (errors raise here)
     async for frame in duplex.frames():        # DuplexFrame(index, mic, reference)
         ...
+    # or, from a consumer thread: frames = duplex.take(timeout)  (batches; None at the end)
     duplex.stop()                              # joins the thread, closes the backend
     duplex.stats                               # DuplexStats snapshot
 

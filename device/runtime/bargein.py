@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from edgevoice.audio.aec.base import AecStats, EchoCanceller
-from edgevoice.audio.bargein import After, BargeInDetector, BargeInInput, Decision, Mode
+from edgevoice.audio.bargein import (
+    After,
+    BargeInDetector,
+    BargeInInput,
+    BargeInUpdate,
+    Decision,
+    Mode,
+)
 from edgevoice.audio.frames import SAMPLE_RATE, dbfs
 from edgevoice.audio.vad import VadWindow
 from edgevoice.device.config.schema import BargeInConfig
@@ -61,17 +68,18 @@ class BargeInMonitor:
                     self.on_mode(update.mode)
             if update.decision is not Decision.NONE:
                 self.decisions[str(update.decision)] = self.decisions.get(str(update.decision), 0) + 1
-            if update.decision is Decision.BARGE_IN and taken is None:
-                onset_ms = update.speech_onset_ms if update.speech_onset_ms is not None else 0
-                taken = BargeIn(self.origin_s + onset_ms / 1000.0)
+            taken = taken or self._taken(update)
         return taken
 
     def words(self, count: int) -> BargeIn | None:
-        update = self.detector.words(count)
-        if update.decision is Decision.BARGE_IN:
-            onset_ms = update.speech_onset_ms if update.speech_onset_ms is not None else 0
-            return BargeIn(self.origin_s + onset_ms / 1000.0)
-        return None
+        return self._taken(self.detector.words(count))
+
+    def _taken(self, update: BargeInUpdate) -> BargeIn | None:
+        """A :class:`BargeIn` at the speech onset (audio clock) when the detector took it."""
+        if update.decision is not Decision.BARGE_IN:
+            return None
+        onset_ms = update.speech_onset_ms if update.speech_onset_ms is not None else 0
+        return BargeIn(self.origin_s + onset_ms / 1000.0)
 
     def turn_finished(self, words: int) -> After:
         """After a barge-in, once the interrupting utterance ended."""

@@ -508,7 +508,7 @@ class Conversation:
             await self.feed(Input.REPLY_DONE)
             ending, self._end_after_reply = self._end_after_reply, False
             if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0 and not ending:
-                self.front.control(_open_follow_up)
+                self._on_front_thread(self.front.listener.open_follow_up)
 
     async def _interrupt(self, *, onset: float, reason: str) -> None:
         turn = self._reply_turn
@@ -611,13 +611,8 @@ async def _once(text: str) -> AsyncIterator[str]:
     yield text
 
 
-def _open_follow_up(listener: Listener) -> list[HearingEvent]:
-    listener.open_follow_up()
-    return []
-
-
 def _new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-__all__ = ["Conversation", "ConversationSettings", "Listener"]
+__all__ = ["Conversation", "ConversationSettings", "FrameSource"]

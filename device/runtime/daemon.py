@@ -90,7 +90,6 @@ class Daemon(DeviceActions):
         self.root = root
         self.bus = EventBus()
         self.notifier = notifier or Notifier()
-        self.exit_code = 0
         self._backend_override = backend
         self._pin_factory = pin_factory
         self._on_event = on_event
@@ -124,7 +123,7 @@ class Daemon(DeviceActions):
             await self._supervise()
         finally:
             await self._shutdown()
-        return RESTART_EXIT_CODE if self._restart_requested else self.exit_code
+        return RESTART_EXIT_CODE if self._restart_requested else 0
 
     def stop(self) -> None:
         self._stop.set()
