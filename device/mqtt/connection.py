@@ -4,8 +4,9 @@ a bounded offline queue.
 paho's own network thread does all socket I/O, so :meth:`MqttConnection.publish`
 never blocks its caller (the event loop or the audio path): while connected it hands
 the message to paho; while not, the message waits in a bounded queue, the oldest
-dropped first and counted. On reconnect the queue is flushed in order after the
-retained ``online`` status, and the number of dropped messages is reported once
+dropped first and counted. On (re)connect, once the broker has acknowledged the
+command subscriptions, the retained ``online`` status goes out and the queue is flushed
+in order after it, and the number of dropped messages is reported once
 (``on_connected`` receives it). Callbacks given to this class run on paho's thread:
 hand over to the event loop with ``loop.call_soon_threadsafe``.
 """
@@ -171,6 +172,8 @@ class MqttConnection:
         self.client.on_disconnect = self._handle_disconnect
         self.client.on_message = self._handle_message
         self.client.on_connect_fail = self._handle_connect_fail
+        self.client.on_subscribe = self._handle_subscribe
+        self._subscribe_mid: int | None = None
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -259,7 +262,33 @@ class MqttConnection:
         self.last_error = ""
         set_nodelay(client)
         if self._subscriptions:
-            client.subscribe([(topic, 1) for topic in self._subscriptions])
+            # "Connected" (and the birth message that tells the fleet so) waits for the
+            # SUBACK: a command sent the moment the device says it is online must arrive.
+            _, self._subscribe_mid = client.subscribe([(topic, 1) for topic in self._subscriptions])
+            return
+        self._become_ready()
+
+    def _handle_subscribe(
+        self,
+        client: mqtt.Client,
+        userdata: object,
+        mid: int,
+        reason_codes: list[ReasonCode],
+        properties: Properties | None,
+    ) -> None:
+        if mid != self._subscribe_mid:
+            return
+        refused = [topic for topic, code in zip(self._subscriptions, reason_codes, strict=False)
+                   if code.is_failure]
+        if refused:
+            _LOGGER.warning(
+                "MQTT broker %s refused the subscription(s) %s: check the broker's ACL for this "
+                "device's user; commands on those topics will not arrive",
+                self.address.host, ", ".join(refused),
+            )
+        self._become_ready()
+
+    def _become_ready(self) -> None:
         for message in self._birth():
             self._send(message)
         with self._lock:
