@@ -39,13 +39,16 @@ class DelayEstimator:
         self._ref = np.zeros(self._ref_len, dtype=np.float64)
         self._cross = np.zeros(self._nfft // 2 + 1, dtype=np.complex128)
         self._periods = 0
-        self._pending: list[tuple[npt.NDArray[np.floating], npt.NDArray[np.floating]]] = []
+        self._hann = np.hanning(window)
+        # the periods since the last hop, mic in row 0 and reference in row 1
+        self._pending = np.zeros((2, 0))
+        self._filled = 0
         self._active_hops = 0
         self.delay_samples: int | None = None
         self.confidence = 0.0
 
     def reset(self) -> None:
-        self._pending.clear()
+        self._filled = 0
         self._mic[:] = 0.0
         self._ref[:] = 0.0
         self._cross[:] = 0.0
@@ -56,14 +59,23 @@ class DelayEstimator:
 
     def push(self, mic: npt.NDArray[np.floating], reference: npt.NDArray[np.floating]) -> bool:
         """Add one period (float samples); returns True when the estimate was refreshed."""
-        self._pending.append((mic, reference))
+        start = self._filled
+        end = start + len(mic)
+        if end > self._pending.shape[1]:  # first use (or longer periods): room for a hop
+            grown = np.zeros((2, max(end, len(mic) * self._hop)))
+            grown[:, :start] = self._pending[:, :start]
+            self._pending = grown
+        self._pending[0, start:end] = mic
+        self._pending[1, start:end] = reference
+        self._filled = end
         self._periods += 1
         if self._periods % self._hop:
             return False
         # decimate and slide the windows once per hop, not once per period
-        m = np.concatenate([p[0] for p in self._pending]).reshape(-1, _DECIMATE).sum(axis=1)
-        r = np.concatenate([p[1] for p in self._pending]).reshape(-1, _DECIMATE).sum(axis=1)
-        self._pending.clear()
+        pending = self._pending[:, : self._filled]
+        m = pending[0].reshape(-1, _DECIMATE).sum(axis=1)
+        r = pending[1].reshape(-1, _DECIMATE).sum(axis=1)
+        self._filled = 0
         for buf, new in ((self._mic, m), (self._ref, r)):
             n = min(len(new), len(buf))
             buf[:-n] = buf[n:]
@@ -75,8 +87,7 @@ class DelayEstimator:
         ref_energy = float(np.dot(self._ref, self._ref))
         if ref_energy < 1e-6 * self._ref_len:
             return False
-        window = np.hanning(self._window)
-        mic_spec = np.fft.rfft(self._mic * window, self._nfft)
+        mic_spec = np.fft.rfft(self._mic * self._hann, self._nfft)
         ref_spec = np.fft.rfft(self._ref, self._nfft)
         self._cross *= self._smoothing
         self._cross += (1.0 - self._smoothing) * np.conj(mic_spec) * ref_spec

@@ -29,12 +29,15 @@ Pure numpy, vectorised per 10 ms block, frame-synchronous input, 10 ms added lat
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.delay import DelayEstimator
-from edgevoice.audio.frames import SAMPLE_RATE, Pcm, to_int16
+from edgevoice.audio.aec.ring import RowHistory, SampleRing
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 
 _N = PERIOD_SAMPLES
 _M = 2 * _N
@@ -45,6 +48,9 @@ _TAPS = 8  # fractional-delay interpolator
 _DRIFT_EVERY = 50  # blocks between drift measurements
 _MAX_DRIFT = 300e-6 * _N  # samples per block
 _DRIFT_BINS = np.arange(4, 100)
+_SCALE = 1.0 / 32768.0
+_COPY_SHADOW = 1  # the shadow filter is copied into the main one
+_COPY_MAIN = 2  # the main filter is copied into the shadow
 
 
 
@@ -84,27 +90,42 @@ class EdgevoiceCanceller(EchoCanceller):
         self._delay_est = DelayEstimator(max_delay_ms=float(max_delay_ms))
         self._a2 = memory ** 2
         self._p_initial = 1.0
+        self._far_threshold = 1e-6 * _M * _N * self._k
+        self._ref = SampleRing(self._max_delay + 4 * _N + _TAPS, spare=64 * _N)
+        self._xh = RowHistory(self._k, _F, np.complex128)  # reference spectra, newest first
+        self._ph = RowHistory(self._k, _F, np.float64)  # their powers
+        # scratch arrays, reused every period (no allocation in the hot path)
+        self._tmp_c = np.empty((self._k, _F), dtype=np.complex128)
+        self._tmp_r = np.empty((self._k, _F))
+        self._mu_c = np.zeros((self._k, _F), dtype=np.complex128)
+        self._tmp_f = np.empty(_F)
+        self._expected = np.empty(_F)
+        self._err = np.empty((2, _N))  # main and shadow error, this period
         self.reset()
 
     # -- state ------------------------------------------------------------------------
     def reset(self) -> None:
         k = self._k
-        self._ring = np.zeros(self._max_delay + 4 * _N + _TAPS, dtype=np.float64)
+        self._ref.clear()
+        self._xh.clear()
+        self._ph.clear()
         self._bulk = 0
         self._drift_offset = 0.0  # samples the reference is read later than `bulk`
         self._drift_rate = 0.0  # samples per block
         self._drift_blocks = 0
         self._w_snapshot: _Complex | None = None
-        self._x_prev = np.zeros(_N)
-        self._X: _Complex = np.zeros((k, _F), dtype=np.complex128)
+        self._xbuf = np.zeros(_M)  # the filter's input frame: previous and current period
         self._W: _Complex = np.zeros((k, _F), dtype=np.complex128)
         self._P = np.full((k, _F), self._p_initial)
-        self._pxk = np.zeros((k, _F))
         self._Ws: _Complex = np.zeros((self._ks, _F), dtype=np.complex128)
         self._WX: _Complex = np.zeros((2, _F), dtype=np.complex128)
-        self._padded = np.zeros((2, _M))
+        # Rows 0-1: the main and shadow error, zero-padded, for the filter update; row 2:
+        # the suppressor's windowed frame. One forward FFT for all three.
+        self._fft_in = np.zeros((3, _M))
+        # Rows 0-1: the partitions of each filter being constrained; row 2: the
+        # suppressor's output spectrum. One inverse FFT for all three.
+        self._ifft_in: _Complex = np.zeros((3, _F), dtype=np.complex128)
         self._shadow_constrain_at = 0
-        self._pair: _Complex = np.zeros((2, _F), dtype=np.complex128)
         self._noise_at = 0
         self._m = np.zeros(_F)
         self._power = np.full(_F, 1e-6)
@@ -115,7 +136,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._shadow_err = 1e-9
         self._mic_err = 1e-9
         self._shadow_wins = 0
-        self._frames = np.zeros((1, _M))
+        self._frame = np.zeros(_M)  # the suppressor's analysis frame (unwindowed)
         self._ola = np.zeros(_N)
         self._pe_s = np.full(_F, 1e-9)
         self._r_s = np.zeros(_F)
@@ -130,22 +151,23 @@ class EdgevoiceCanceller(EchoCanceller):
         # Periods of all-zero reference in a row; past _quiet_after the ring and the
         # filter history are all zeros (see _process_quiet).
         self._silent_periods = 0
-        self._quiet_after = len(self._ring) // _N + k + 2
+        self._quiet_after = len(self._ref) // _N + k + 2
 
     # -- reading the aligned reference -------------------------------------------------
     def _aligned(self, blocks_back: int, length: int) -> _Floats:
         """``length`` samples of the reference as the filter sees it, ending
         ``blocks_back`` blocks before now: delayed by bulk + drift offset."""
+        ring = self._ref.view
         delay = self._bulk + self._drift_offset + blocks_back * _N
-        whole = int(np.floor(delay))
+        whole = math.floor(delay)
         frac = delay - whole
-        end = len(self._ring) - max(0, whole) + _TAPS // 2 - 1
+        end = len(ring) - max(0, whole) + _TAPS // 2 - 1
         start = end - length - _TAPS + 1
         if start < 0:
             return np.zeros(length)
         if frac < 1e-3:
-            return self._ring[end - _TAPS // 2 + 1 - length:end - _TAPS // 2 + 1].copy()
-        seg = self._ring[start:min(end, len(self._ring))]
+            return ring[end - _TAPS // 2 + 1 - length:end - _TAPS // 2 + 1].copy()
+        seg = ring[start:min(end, len(ring))]
         if len(seg) < length + _TAPS - 1:  # the newest samples are not there yet
             seg = np.concatenate((seg, np.zeros(length + _TAPS - 1 - len(seg))))
         out: _Floats = np.convolve(seg, _TAP_TABLE[round(frac * _TAP_STEPS)], mode="valid")
@@ -154,57 +176,69 @@ class EdgevoiceCanceller(EchoCanceller):
     # -- the block ----------------------------------------------------------------------
     def process(self, mic: Pcm, reference: Pcm) -> Pcm:
         check_period(mic, reference)
-        d = mic.astype(np.float64) * (1.0 / 32768.0)
-        xr = reference.astype(np.float64) * (1.0 / 32768.0)
+        d: _Floats = np.multiply(mic, _SCALE, dtype=np.float64)
+        xr: _Floats = np.multiply(reference, _SCALE, dtype=np.float64)
         self._silent_periods = self._silent_periods + 1 if not reference.any() else 0
         if self._silent_periods > self._quiet_after:
             return self._process_quiet(d, xr)
         self._periods += 1
         self._delay_est.push(d, xr)
-        self._ring[:-_N] = self._ring[_N:]
-        self._ring[-_N:] = xr
+        self._ref.push(xr)
         self._follow_delay()
-        x = self._aligned(0, _N)
+        xbuf = self._xbuf
+        xbuf[:_N] = xbuf[_N:]
+        xbuf[_N:] = self._aligned(0, _N)
 
-        X = self._X
-        X[1:] = X[:-1]
-        X[0] = np.fft.rfft(np.concatenate((self._x_prev, x)))
-        self._x_prev = x
-        pxk = self._pxk
-        pxk[1:] = pxk[:-1]
-        pxk[0] = X[0].real ** 2 + X[0].imag ** 2
-        self._power = 0.9 * self._power + 0.1 * pxk[0]
-        power_sum = float(self._power.sum())
-        self._delta = 1e-4 * _M + 0.01 * power_sum / _F
-        self._far_active = float(pxk.sum()) > 1e-6 * _M * _N * self._k
+        X = self._xh.push(np.fft.rfft(xbuf))
+        p0 = np.square(X[0].real)
+        p0 += np.square(X[0].imag)
+        pxk = self._ph.push(p0)
+        power = self._power
+        power *= 0.9
+        power += 0.1 * p0
+        self._delta = 1e-4 * _M + 0.01 * float(power.sum()) / _F
+        self._far_active = far = float(pxk.sum()) > self._far_threshold
 
+        # echo estimates of both filters: one inverse FFT
         wx = self._WX
-        wx[0] = (self._W * X).sum(axis=0)
-        wx[1] = (self._Ws * X[: self._ks]).sum(axis=0)
-        outputs = np.fft.irfft(wx, axis=1)[:, _N:]
-        y = outputs[0]
-        ys = outputs[1]
-        e = d - y
-        es = d - ys
+        tmp = self._tmp_c
+        np.multiply(self._W, X, out=tmp)
+        tmp.sum(axis=0, out=wx[0])
+        ks = self._ks
+        np.multiply(self._Ws, X[:ks], out=tmp[:ks])
+        tmp[:ks].sum(axis=0, out=wx[1])
+        err = self._err
+        np.subtract(d, np.fft.irfft(wx, axis=1)[:, _N:], out=err)
+        e = err[0]
+        es = err[1]
         e_energy = float(e @ e)
         es_energy = float(es @ es)
-        if self._far_active:
-            padded = self._padded
-            padded[0, _N:] = e
-            padded[1, _N:] = es
-            E, Es = np.fft.rfft(padded, axis=1)
-            self._adapt(X, pxk, E, Es)
-            self._choose(float(d @ d), e_energy, es_energy)
-            if self._track_drift:
-                self._follow_drift()
+        take = 0
+        if far:
+            take = self._choose(float(d @ d), e_energy, es_energy)
         else:
             self._residual_lin *= 0.5
-        if es_energy < 0.5 * e_energy and self._shadow_wins > 0:
-            e = es  # the shadow explains the echo better right now (moved path)
+        # the shadow explains the echo better right now (moved path)
+        chosen = es if es_energy < 0.5 * e_energy and self._shadow_wins > 0 else e
 
-        out = self._suppress(e)
-        self._track_stats(d, out)
-        return to_int16(out)
+        # forward FFT of the errors (filter update) and the suppressor's frame together
+        frame = self._frame
+        frame[:_N] = frame[_N:]
+        frame[_N:] = chosen
+        fft_in = self._fft_in
+        np.multiply(frame, self._window, out=fft_in[2])
+        if not far:
+            return self._finish(d, np.fft.rfft(fft_in[2]))
+        fft_in[:2, _N:] = err
+        spectra = np.fft.rfft(fft_in, axis=1)
+        powers = np.square(spectra.real)
+        powers += np.square(spectra.imag)
+        self._adapt(X, pxk, spectra[0], spectra[1], powers[0])
+        out = self._finish(d, spectra[2], powers[2], constrain=True)
+        self._apply_choice(take)
+        if self._track_drift:
+            self._follow_drift()
+        return out
 
     def _process_quiet(self, d: _Floats, xr: _Floats) -> Pcm:
         """The far end has been silent for longer than the delay line and the filter
@@ -217,9 +251,10 @@ class EdgevoiceCanceller(EchoCanceller):
         self._power *= 0.9
         self._far_active = False
         self._residual_lin *= 0.5
-        out = self._suppress(d)
-        self._track_stats(d, out)
-        return to_int16(out)
+        frame = self._frame
+        frame[:_N] = frame[_N:]
+        frame[_N:] = d
+        return self._finish(d, np.fft.rfft(frame * self._window))
 
     # -- delay and drift ---------------------------------------------------------------
     def _follow_delay(self) -> None:
@@ -248,10 +283,10 @@ class EdgevoiceCanceller(EchoCanceller):
         self._w_snapshot = None
 
     def _rebuild_history(self) -> None:
-        for k in range(self._k):
-            self._X[k] = np.fft.rfft(self._aligned(k, _M))
-        self._pxk[:] = self._X.real ** 2 + self._X.imag ** 2
-        self._x_prev = self._aligned(0, _N)
+        frames = np.stack([self._aligned(k, _M) for k in range(self._k)])
+        X = self._xh.assign(np.fft.rfft(frames, axis=1))
+        self._ph.assign(X.real ** 2 + X.imag ** 2)
+        self._xbuf[_N:] = self._aligned(0, _N)
 
     def _follow_drift(self) -> None:
         self._drift_offset += self._drift_rate
@@ -274,17 +309,34 @@ class EdgevoiceCanceller(EchoCanceller):
         if abs(moved) > 1.5:  # a jump, not a drift (path change, double talk)
             return
         rate = self._drift_rate + 0.5 * moved / _DRIFT_EVERY
-        self._drift_rate = float(np.clip(rate, -_MAX_DRIFT, _MAX_DRIFT))
+        self._drift_rate = max(-_MAX_DRIFT, min(_MAX_DRIFT, rate))
 
     # -- adaptation ----------------------------------------------------------------------
-    def _adapt(self, X: _Complex, pxk: _Floats, E: _Complex, Es: _Complex) -> None:
+    def _adapt(self, X: _Complex, pxk: _Floats, E: _Complex, Es: _Complex, pe: _Floats) -> None:
+        """Kalman update of the main filter and NLMS update of the shadow (their
+        gradient constraint runs in :meth:`_finish`, on the suppressor's inverse FFT)."""
         # Kalman gain: the filter's uncertainty P against the (smoothed) error power.
-        pe = E.real ** 2 + E.imag ** 2
-        self._m = 0.5 * self._m + 0.5 * pe
-        expected = (self._P * pxk).sum(axis=0)
-        self._residual_lin = 0.5 * expected
-        mu = self._P / (expected + 2.0 * self._m / self._k + self._delta)
-        self._W += mu * np.conj(X) * E
+        m = self._m
+        m *= 0.5
+        m += 0.5 * pe
+        mu = self._tmp_r
+        np.multiply(self._P, pxk, out=mu)
+        expected = mu.sum(axis=0, out=self._expected)
+        np.multiply(expected, 0.5, out=self._residual_lin)
+        den = self._tmp_f
+        np.multiply(m, 2.0, out=den)
+        den /= self._k
+        den += expected
+        den += self._delta
+        np.divide(self._P, den, out=mu)
+        # W += mu * conj(X) * E, with mu held as complex (imaginary part 0) so the
+        # product runs complex by complex, as numpy would after casting mu
+        mu_c = self._mu_c
+        mu_c.real[...] = mu
+        grad = np.conjugate(X, out=self._tmp_c)
+        np.multiply(mu_c, grad, out=grad)
+        grad *= E
+        self._W += grad
         a2 = self._a2
         mu *= pxk
         mu *= -0.5 * a2
@@ -296,60 +348,96 @@ class EdgevoiceCanceller(EchoCanceller):
         ks = self._ks
         shadow_power = pxk[:ks].sum(axis=0) + self._delta
         self._Ws += np.conj(X[:ks]) * (Es * (0.5 / shadow_power))
-        # gradient constraint, one partition of each filter per block, in one FFT pair
-        j = self._constrain_at
-        js = self._shadow_constrain_at
-        pair = self._pair
-        pair[0] = self._W[j]
-        pair[1] = self._Ws[js]
-        taps = np.fft.irfft(pair, axis=1)
-        taps[:, _N:] = 0.0
-        self._W[j], self._Ws[js] = np.fft.rfft(taps, axis=1)
-        self._constrain_at = (j + 1) % self._k
-        self._shadow_constrain_at = (js + 1) % ks
 
-    def _choose(self, d_energy: float, e_energy: float, es_energy: float) -> None:
+    def _choose(self, d_energy: float, e_energy: float, es_energy: float) -> int:
+        """Track the filters' error levels; returns which filter to copy into the other
+        (``_COPY_SHADOW``, ``_COPY_MAIN`` or 0), done by :meth:`_apply_choice` after the
+        update."""
         self._mic_err = 0.9 * self._mic_err + 0.1 * d_energy
         self._main_err = 0.9 * self._main_err + 0.1 * e_energy
         self._shadow_err = 0.9 * self._shadow_err + 0.1 * es_energy
         if self._shadow_err < 0.5 * self._main_err:
             self._shadow_wins += 1
             if self._shadow_wins >= 10:
-                self._W[: self._ks] = self._Ws
-                self._W[self._ks:] *= 0.5
-                self._P[:] = np.maximum(self._P, 0.1 * self._p_initial)
                 self._main_err = self._shadow_err
                 self._shadow_wins = 0
                 self._w_snapshot = None
+                return _COPY_SHADOW
         else:
             self._shadow_wins = 0
             if self._main_err < 0.5 * self._shadow_err:
-                self._Ws[:] = self._W[: self._ks]
                 self._shadow_err = self._main_err
+                return _COPY_MAIN
+        return 0
 
-    # -- residual echo suppression ----------------------------------------------------
-    def _suppress(self, e: _Floats) -> _Floats:
-        frames = self._frames
-        frames[0, :_N] = frames[0, _N:]
-        frames[0, _N:] = e
-        Ef = np.fft.rfft(frames[0] * self._window)
-        pe = Ef.real ** 2 + Ef.imag ** 2
-        r = self._residual_lin
+    def _apply_choice(self, take: int) -> None:
+        if take == _COPY_SHADOW:
+            self._W[: self._ks] = self._Ws
+            self._W[self._ks:] *= 0.5
+            np.maximum(self._P, 0.1 * self._p_initial, out=self._P)
+        elif take == _COPY_MAIN:
+            self._Ws[:] = self._W[: self._ks]
+
+    # -- residual echo suppression, output ----------------------------------------------
+    def _gain(self, pe: _Floats) -> _Floats:
+        """The suppressor's gain per bin, from this period's error power ``pe``."""
+        r_s = self._r_s
         # residual echo decays like the room: keep a slowly released peak
-        self._r_s = np.maximum(r, 0.6 * self._r_s)
-        self._pe_s = 0.5 * self._pe_s + 0.5 * pe
+        r_s *= 0.6
+        np.maximum(self._residual_lin, r_s, out=r_s)
+        pe_s = self._pe_s
+        pe_s *= 0.5
+        pe_s += 0.5 * pe
         # When the error holds far more than the expected residual echo, someone is
         # talking: overestimate less there, so the near end keeps its weak bins.
-        error = np.maximum(pe, self._pe_s)
-        talk = float(error.sum()) / (float(self._r_s.sum()) + 1e-12)
+        error = np.maximum(pe, pe_s)
+        talk = float(error.sum()) / (float(r_s.sum()) + 1e-12)
         self._talking = talk >= self._talk_ratio
         over = self._over_talk if self._talking else self._over
-        gain = np.maximum(self._floor, 1.0 - over * self._r_s / (error + 1e-12))
+        gain = over * r_s
+        error += 1e-12
+        gain /= error
+        np.subtract(1.0, gain, out=gain)
+        np.maximum(self._floor, gain, out=gain)
         self._last_gain = gain
-        frame = np.fft.irfft(Ef * gain) * self._window
+        return gain
+
+    def _finish(self, d: _Floats, spectrum: _Complex, pe: _Floats | None = None, *,
+                constrain: bool = False) -> Pcm:
+        """Suppress the residual echo in the error ``spectrum`` (the windowed frame's),
+        overlap-add, track the stats. With ``constrain``, the gradient constraint of one
+        partition of each filter rides on the same inverse FFT."""
+        if pe is None:
+            pe = np.square(spectrum.real)
+            pe += np.square(spectrum.imag)
+        gain = self._gain(pe)
+        if constrain:
+            j = self._constrain_at
+            js = self._shadow_constrain_at
+            ifft_in = self._ifft_in
+            ifft_in[0] = self._W[j]
+            ifft_in[1] = self._Ws[js]
+            np.multiply(spectrum, gain, out=ifft_in[2])
+            times = np.fft.irfft(ifft_in, axis=1)
+            taps = times[:2]
+            taps[:, _N:] = 0.0
+            self._W[j], self._Ws[js] = np.fft.rfft(taps, axis=1)
+            self._constrain_at = (j + 1) % self._k
+            self._shadow_constrain_at = (js + 1) % self._ks
+            frame = times[2]
+        else:
+            frame = np.fft.irfft(spectrum * gain)
+        frame *= self._window
         out = self._ola + frame[:_N]
-        self._ola = frame[_N:].copy()
-        return out
+        self._ola[:] = frame[_N:]
+        self._track_stats(d, out)
+        # float -> int16 with clipping (audio.frames.to_int16, in place)
+        out *= 32768.0
+        np.rint(out, out=out)
+        np.maximum(out, -32768.0, out=out)
+        np.minimum(out, 32767.0, out=out)
+        pcm: Pcm = out.astype(np.int16)
+        return pcm
 
     # -- stats ----------------------------------------------------------------------------
     def _track_stats(self, d: _Floats, out: _Floats) -> None:

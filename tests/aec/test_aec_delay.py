@@ -48,3 +48,20 @@ def test_full_rate_measurement_is_sample_exact() -> None:
     mic, ref = echo_scenario(seconds=3.0, delay_ms=37.5)
     lag, confidence = measure_delay(mic.astype(np.float64), ref.astype(np.float64))
     assert lag == 600 + 20 and confidence > 8.0
+
+
+def test_period_length_does_not_change_the_estimate() -> None:
+    """The estimator buffers whatever it is fed until a hop is complete: half periods
+    (twice as many pushes per hop) give the same decimated signals, so the same delay."""
+    mic, ref = echo_scenario(seconds=3.0, delay_ms=60.0)
+    m = mic.astype(np.float64)
+    r = ref.astype(np.float64)
+    whole = DelayEstimator(hop_periods=16)
+    halves = DelayEstimator(hop_periods=32)
+    for start in range(0, len(m) - 160, 160):
+        whole.push(m[start:start + 160], r[start:start + 160])
+        halves.push(m[start:start + 80], r[start:start + 80])
+        halves.push(m[start + 80:start + 160], r[start + 80:start + 160])
+    assert whole.delay_samples is not None
+    assert halves.delay_samples == whole.delay_samples
+    assert halves.confidence == whole.confidence
