@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.delay import DelayEstimator
+from edgevoice.audio.aec.fft import irfft, rfft
 from edgevoice.audio.aec.ring import RowHistory, SampleRing
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 
@@ -114,7 +115,12 @@ class EdgevoiceCanceller(EchoCanceller):
         self._drift_rate = 0.0  # samples per block
         self._drift_blocks = 0
         self._w_snapshot: _Complex | None = None
-        self._xbuf = np.zeros(_M)  # the filter's input frame: previous and current period
+        # Row 0: the filter's input frame (previous and current period). Rows 1-2: the
+        # gradient-constrained taps of one partition of each filter, waiting to be
+        # transformed back with the next period's input frame (one FFT for all three).
+        self._x_in = np.zeros((3, _M))
+        self._xbuf = self._x_in[0]
+        self._constrained: tuple[int, int] | None = None  # (main, shadow) partitions waiting
         self._W: _Complex = np.zeros((k, _F), dtype=np.complex128)
         self._P = np.full((k, _F), self._p_initial)
         self._Ws: _Complex = np.zeros((self._ks, _F), dtype=np.complex128)
@@ -189,7 +195,12 @@ class EdgevoiceCanceller(EchoCanceller):
         xbuf[:_N] = xbuf[_N:]
         xbuf[_N:] = self._aligned(0, _N)
 
-        X = self._xh.push(np.fft.rfft(xbuf))
+        if self._constrained is None:
+            X = self._xh.push(rfft(xbuf))
+        else:
+            spectra = rfft(self._x_in)
+            X = self._xh.push(spectra[0])
+            self._store_constrained(spectra[1:])
         p0 = np.square(X[0].real)
         p0 += np.square(X[0].imag)
         pxk = self._ph.push(p0)
@@ -208,7 +219,7 @@ class EdgevoiceCanceller(EchoCanceller):
         np.multiply(self._Ws, X[:ks], out=tmp[:ks])
         tmp[:ks].sum(axis=0, out=wx[1])
         err = self._err
-        np.subtract(d, np.fft.irfft(wx, axis=1)[:, _N:], out=err)
+        np.subtract(d, irfft(wx)[:, _N:], out=err)
         e = err[0]
         es = err[1]
         e_energy = float(e @ e)
@@ -228,9 +239,9 @@ class EdgevoiceCanceller(EchoCanceller):
         fft_in = self._fft_in
         np.multiply(frame, self._window, out=fft_in[2])
         if not far:
-            return self._finish(d, np.fft.rfft(fft_in[2]))
+            return self._finish(d, rfft(fft_in[2]))
         fft_in[:2, _N:] = err
-        spectra = np.fft.rfft(fft_in, axis=1)
+        spectra = rfft(fft_in)
         powers = np.square(spectra.real)
         powers += np.square(spectra.imag)
         self._adapt(X, pxk, spectra[0], spectra[1], powers[0])
@@ -246,6 +257,7 @@ class EdgevoiceCanceller(EchoCanceller):
         echo estimate is exactly zero. This is :meth:`process` with everything that
         would multiply those zeros left out (the listening device's common case); the
         output is bit for bit the same."""
+        self._flush_constrained()
         self._periods += 1
         self._delay_est.push(d, xr)
         self._power *= 0.9
@@ -254,7 +266,7 @@ class EdgevoiceCanceller(EchoCanceller):
         frame = self._frame
         frame[:_N] = frame[_N:]
         frame[_N:] = d
-        return self._finish(d, np.fft.rfft(frame * self._window))
+        return self._finish(d, rfft(frame * self._window))
 
     # -- delay and drift ---------------------------------------------------------------
     def _follow_delay(self) -> None:
@@ -269,6 +281,7 @@ class EdgevoiceCanceller(EchoCanceller):
             return
         shift = (target - self._bulk) // _N
         self._bulk = target
+        self._flush_constrained()
         # The reference is now read `shift` blocks earlier: the echo lands `shift`
         # partitions sooner in the filter, so move the taps (and their uncertainty).
         for arr, fill in ((self._W, 0.0), (self._Ws, 0.0), (self._P, self._p_initial)):
@@ -284,7 +297,7 @@ class EdgevoiceCanceller(EchoCanceller):
 
     def _rebuild_history(self) -> None:
         frames = np.stack([self._aligned(k, _M) for k in range(self._k)])
-        X = self._xh.assign(np.fft.rfft(frames, axis=1))
+        X = self._xh.assign(rfft(frames))
         self._ph.assign(X.real ** 2 + X.imag ** 2)
         self._xbuf[_N:] = self._aligned(0, _N)
 
@@ -294,6 +307,7 @@ class EdgevoiceCanceller(EchoCanceller):
         if self._drift_blocks < _DRIFT_EVERY:
             return
         self._drift_blocks = 0
+        self._flush_constrained()
         snapshot = self._W.copy()
         old, self._w_snapshot = self._w_snapshot, snapshot
         linear_erle = self._mic_err / (self._main_err + 1e-12)
@@ -349,6 +363,21 @@ class EdgevoiceCanceller(EchoCanceller):
         shadow_power = pxk[:ks].sum(axis=0) + self._delta
         self._Ws += np.conj(X[:ks]) * (Es * (0.5 / shadow_power))
 
+    def _store_constrained(self, spectra: _Complex) -> None:
+        """The constrained partitions' spectra (from :meth:`_finish`'s taps) go back
+        into the filters."""
+        if self._constrained is not None:
+            j, js = self._constrained
+            self._W[j] = spectra[0]
+            self._Ws[js] = spectra[1]
+            self._constrained = None
+
+    def _flush_constrained(self) -> None:
+        """Finish the gradient constraint now, before anything reads or moves the
+        filters outside the usual order (a delay jump, a filter copy, a snapshot)."""
+        if self._constrained is not None:
+            self._store_constrained(rfft(self._x_in[1:]))
+
     def _choose(self, d_energy: float, e_energy: float, es_energy: float) -> int:
         """Track the filters' error levels; returns which filter to copy into the other
         (``_COPY_SHADOW``, ``_COPY_MAIN`` or 0), done by :meth:`_apply_choice` after the
@@ -371,6 +400,8 @@ class EdgevoiceCanceller(EchoCanceller):
         return 0
 
     def _apply_choice(self, take: int) -> None:
+        if take:
+            self._flush_constrained()
         if take == _COPY_SHADOW:
             self._W[: self._ks] = self._Ws
             self._W[self._ks:] *= 0.5
@@ -418,15 +449,16 @@ class EdgevoiceCanceller(EchoCanceller):
             ifft_in[0] = self._W[j]
             ifft_in[1] = self._Ws[js]
             np.multiply(spectrum, gain, out=ifft_in[2])
-            times = np.fft.irfft(ifft_in, axis=1)
-            taps = times[:2]
-            taps[:, _N:] = 0.0
-            self._W[j], self._Ws[js] = np.fft.rfft(taps, axis=1)
+            times = irfft(ifft_in)
+            # keep the first half of the taps (the second half of _x_in's rows stays 0);
+            # transformed back with the next period's input frame
+            self._x_in[1:, :_N] = times[:2, :_N]
+            self._constrained = (j, js)
             self._constrain_at = (j + 1) % self._k
             self._shadow_constrain_at = (js + 1) % self._ks
             frame = times[2]
         else:
-            frame = np.fft.irfft(spectrum * gain)
+            frame = irfft(spectrum * gain)
         frame *= self._window
         out = self._ola + frame[:_N]
         self._ola[:] = frame[_N:]

@@ -1,0 +1,79 @@
+"""Real FFTs along the last axis for the echo canceller's small frames.
+
+The canceller runs a handful of 320-point FFTs per 10 ms; at that size half the cost of
+``np.fft.rfft``/``irfft`` is their Python-side argument handling. numpy >= 2.0 computes
+them with the pocketfft ufuncs in ``numpy.fft._pocketfft_umath``, which these call
+directly. That module is private, so it is used only after a check at import that it
+gives bit for bit what the public functions give; otherwise (older or newer numpy) the
+public functions are used. Either way the results are identical.
+
+    spectra = rfft(frames)          # (..., n) float64 -> (..., n // 2 + 1) complex128
+    frames = irfft(spectra)         # (..., m) complex128 -> (..., 2 * (m - 1)) float64
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+_Floats = npt.NDArray[np.float64]
+_Complex = npt.NDArray[np.complex128]
+_AXES = [(-1,), (), (-1,)]
+
+_ufuncs: Any = None
+try:  # numpy >= 2.0
+    from numpy.fft import _pocketfft_umath as _ufuncs
+except ImportError:  # pragma: no cover - numpy 1.x
+    _ufuncs = None
+
+
+def public_rfft(a: _Floats) -> _Complex:
+    out: _Complex = np.fft.rfft(a, axis=-1)
+    return out
+
+
+def public_irfft(a: _Complex) -> _Floats:
+    out: _Floats = np.fft.irfft(a, axis=-1)
+    return out
+
+
+def _direct_rfft(a: _Floats) -> _Complex:
+    n = a.shape[-1]
+    out: _Complex = np.empty((*a.shape[:-1], n // 2 + 1), dtype=np.complex128)
+    ufunc = _ufuncs.rfft_n_even if n % 2 == 0 else _ufuncs.rfft_n_odd
+    ufunc(a, 1, axes=_AXES, out=out)
+    return out
+
+
+def _direct_irfft(a: _Complex) -> _Floats:
+    n = 2 * (a.shape[-1] - 1)
+    out: _Floats = np.empty((*a.shape[:-1], n), dtype=np.float64)
+    _ufuncs.irfft(a, 1.0 / n, axes=_AXES, out=out)
+    return out
+
+
+def _direct_matches() -> bool:
+    """The private ufuncs exist and agree exactly with the public functions."""
+    if _ufuncs is None:
+        return False
+    rng = np.random.default_rng(0)
+    try:
+        for shape in ((320,), (3, 320), (2, 4096)):
+            a = rng.standard_normal(shape)
+            spec = public_rfft(a)
+            if not np.array_equal(_direct_rfft(a), spec):
+                return False
+            if not np.array_equal(_direct_irfft(spec), public_irfft(spec)):
+                return False
+    except Exception:  # any change in the private API means: do not use it
+        return False
+    return True
+
+
+DIRECT = _direct_matches()
+"""True when the pocketfft ufuncs are called directly."""
+
+rfft = _direct_rfft if DIRECT else public_rfft
+irfft = _direct_irfft if DIRECT else public_irfft
