@@ -13,6 +13,7 @@ public functions are used. Either way the results are identical.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -22,11 +23,15 @@ _Floats = npt.NDArray[np.float64]
 _Complex = npt.NDArray[np.complex128]
 _AXES = [(-1,), (), (-1,)]
 
-_ufuncs: Any = None
-try:  # numpy >= 2.0
-    from numpy.fft import _pocketfft_umath as _ufuncs
-except ImportError:  # pragma: no cover - numpy 1.x
-    _ufuncs = None
+
+def _load_ufuncs() -> Any:
+    try:  # numpy >= 2.0
+        return importlib.import_module("numpy.fft._pocketfft_umath")
+    except ImportError:  # numpy 1.x
+        return None
+
+
+_ufuncs: Any = _load_ufuncs()
 
 
 def public_rfft(a: _Floats) -> _Complex:
