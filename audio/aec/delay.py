@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from edgevoice.audio.aec.fft import irfft, rfft
 from edgevoice.audio.frames import SAMPLE_RATE
 
 _DECIMATE = 4
@@ -40,6 +41,8 @@ class DelayEstimator:
         self._cross = np.zeros(self._nfft // 2 + 1, dtype=np.complex128)
         self._periods = 0
         self._hann = np.hanning(window)
+        # the windowed mic and the reference, zero-padded: one FFT for both
+        self._spec_in = np.zeros((2, self._nfft))
         # the periods since the last hop, mic in row 0 and reference in row 1
         self._pending = np.zeros((2, 0))
         self._filled = 0
@@ -87,17 +90,24 @@ class DelayEstimator:
         ref_energy = float(np.dot(self._ref, self._ref))
         if ref_energy < 1e-6 * self._ref_len:
             return False
-        mic_spec = np.fft.rfft(self._mic * self._hann, self._nfft)
-        ref_spec = np.fft.rfft(self._ref, self._nfft)
+        spec_in = self._spec_in
+        np.multiply(self._mic, self._hann, out=spec_in[0, : self._window])
+        spec_in[1, : self._ref_len] = self._ref
+        mic_spec, ref_spec = rfft(spec_in)
         self._cross *= self._smoothing
         self._cross += (1.0 - self._smoothing) * np.conj(mic_spec) * ref_spec
         self._active_hops += 1
         weighted = self._cross / (np.abs(self._cross) + 1e-12)
-        corr = np.fft.irfft(weighted, self._nfft)[: self._max_lag + 1]
+        corr = irfft(weighted)[: self._max_lag + 1]
         # corr[k] peaks at k = max_lag - delay (the reference window starts max_lag earlier).
         score = np.abs(corr[::-1])
         peak = int(np.argmax(score))
-        spread = float(np.median(score)) + 1e-12
+        # the median (odd length: the middle element after a partial sort)
+        if len(score) % 2:
+            middle = float(np.partition(score, len(score) // 2)[len(score) // 2])
+        else:
+            middle = float(np.median(score))
+        spread = middle + 1e-12
         self.confidence = float(score[peak]) / spread
         if self._active_hops >= 3 and self.confidence >= self._min_confidence:
             self.delay_samples = peak * _DECIMATE
