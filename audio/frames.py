@@ -7,6 +7,7 @@ periods of 10 or 20 ms. Rates and formats are converted only at the edges
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,10 +45,10 @@ def dbfs(pcm: Pcm | Samples) -> float:
     if len(pcm) == 0:
         return -120.0
     data = pcm.astype(np.float64)
+    mean_square = float(np.dot(data, data)) / len(data)
     if pcm.dtype == np.int16:
-        data /= 32768.0
-    rms = float(np.sqrt(np.mean(data * data)))
-    return max(-120.0, 20.0 * float(np.log10(rms)) if rms > 0 else -120.0)
+        mean_square /= 32768.0 * 32768.0
+    return max(-120.0, 10.0 * math.log10(mean_square)) if mean_square > 0 else -120.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,14 +54,15 @@ class FrontResult:
     end_s: float
     events: tuple[HearingEvent, ...]
     windows: tuple[VadWindow, ...]
-    mic_dbfs: float
+    mic: Pcm = field(repr=False)
     far_end_active: bool
-    aec: AecStats | None = field(default=None)
+    aec: AecStats | None = field(default=None)  # as of the last VAD window
     barge_in: BargeIn | None = None  # the person took over the reply in this frame
 
     def levels(self) -> dict[str, Any]:
-        """What telemetry reports of the audio (the MQTT bridge's key names)."""
-        levels: dict[str, Any] = {"input_dbfs": round(self.mic_dbfs, 1)}
+        """What telemetry reports of the audio (the MQTT bridge's key names). Computed
+        when asked, not per frame: telemetry reads it every few seconds."""
+        levels: dict[str, Any] = {"input_dbfs": round(dbfs(self.mic), 1)}
         if self.aec is not None:
             erle, delay = self.aec.erle_db, self.aec.delay_ms
             levels["echo_reduction_db"] = None if erle is None else round(erle, 1)
@@ -83,6 +84,7 @@ class FrontEnd:
         listener.vad = self._recorder
         self._controls: deque[Control] = deque()
         self._lock = threading.Lock()
+        self._stats: AecStats | None = None
 
     def control(self, action: Control) -> None:
         """Queue a change to the listener (applied before the next frame)."""
@@ -100,21 +102,25 @@ class FrontEnd:
             events.extend(action(self.listener))
         if self.canceller is not None:
             clean = self._cancel(frame.mic, frame.reference)
-            stats: AecStats | None = self.canceller.stats
         else:
-            clean, stats = frame.mic, None
+            clean = frame.mic
         events.extend(self.listener.process(clean))
         far_end = bool(frame.reference.any())
         windows = tuple(self._recorder.take())
         taken: BargeIn | None = None
-        if self.barge_in is not None:
-            taken = self.barge_in.update(windows, stats, far_end, in_reply=in_reply)
-            if in_reply and taken is None:
-                for event in events:
-                    if isinstance(event, PartialTranscript):
-                        taken = taken or self.barge_in.words(len(event.text.split()))
-        return FrontResult(frame.index, frame.end_s, tuple(events), windows, dbfs(frame.mic), far_end,
-                           stats, taken)
+        if windows:
+            # The canceller's figures are read once per VAD window (~32 ms), not per
+            # period: the barge-in detector decides per window, telemetry every few s.
+            if self.canceller is not None:
+                self._stats = self.canceller.stats
+            if self.barge_in is not None:
+                taken = self.barge_in.update(windows, self._stats, far_end, in_reply=in_reply)
+        if self.barge_in is not None and in_reply and taken is None:
+            for event in events:
+                if isinstance(event, PartialTranscript):
+                    taken = taken or self.barge_in.words(len(event.text.split()))
+        return FrontResult(frame.index, frame.end_s, tuple(events), windows, frame.mic, far_end,
+                           self._stats, taken)
 
     def _cancel(self, mic: Pcm, reference: Pcm) -> Pcm:
         """The echo cancellers work in 10 ms periods; a 20 ms duplex period is two."""

@@ -250,3 +250,28 @@ async def test_a_consumer_thread_takes_every_frame_in_batches_and_sees_the_end()
     assert not worker.is_alive()
     assert indices == list(range(200))  # 2 s of 10 ms periods, none lost, in order
     assert max(batches) > 1  # frames that piled up came as one batch
+
+
+async def test_take_waits_for_a_whole_batch_on_a_paced_device_and_gives_what_came_on_timeout() -> None:
+    room = SimulatedRoom(160, speed=1.0, seed=5, duration_s=0.6)
+    duplex = DuplexLoop(room, Speaker(160), queue_periods=50)
+    duplex.start(asyncio.get_running_loop())
+    batches: list[list[int]] = []
+    short: list[int] = []
+
+    def consume() -> None:
+        short.append(len(duplex.take(0.025, at_least=20) or []))  # 20 periods cannot come in 25 ms
+        while (frames := duplex.take(1.0, at_least=4)) is not None:
+            batches.append([f.index for f in frames])
+
+    worker = threading.Thread(target=consume)
+    worker.start()
+    await asyncio.to_thread(worker.join, 30)
+    duplex.stop()
+    assert not worker.is_alive()
+    assert 0 < short[0] < 20
+    indices = [i for batch in batches for i in batch]
+    assert indices == list(range(short[0], 60))
+    # the consumer woke once per four periods, not once per period (the end may be short)
+    assert all(len(batch) >= 4 for batch in batches[:-1]), [len(b) for b in batches]
+    assert len(batches) <= 60 // 4 + 1
