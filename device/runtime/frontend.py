@@ -100,10 +100,7 @@ class FrontEnd:
             self._controls.clear()
         for action in controls:
             events.extend(action(self.listener))
-        if self.canceller is not None:
-            clean = self._cancel(frame.mic, frame.reference)
-        else:
-            clean = frame.mic
+        clean = frame.mic if self.canceller is None else self._cancel(frame.mic, frame.reference)
         events.extend(self.listener.process(clean))
         far_end = bool(frame.reference.any())
         windows = tuple(self._recorder.take())
