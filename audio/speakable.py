@@ -115,8 +115,8 @@ def speakable(text: str) -> list[str]:
 class SpeakableSplitter:
     """A :class:`SentenceSplitter` whose sentences come out speakable (same API)."""
 
-    def __init__(self, max_first_chars: int = 60, max_chars: int = 300) -> None:
-        self.splitter = SentenceSplitter(max_first_chars, max_chars)
+    def __init__(self, max_first_chars: int = 60, max_chars: int = 300, first_phrase_chars: int = 0) -> None:
+        self.splitter = SentenceSplitter(max_first_chars, max_chars, first_phrase_chars)
         self.filter = SpeakableFilter()
 
     def feed(self, delta: str) -> list[str]:

@@ -18,8 +18,11 @@ What is *not* an end:
 Quotes, closing brackets and markdown emphasis after the terminator belong to the
 sentence (``He said "Go." Then``). A long first sentence is cut at the first clause
 boundary (comma, semicolon, colon, dash) after ``max_first_chars`` characters so the
-first audio is not held back by a long sentence; any sentence longer than
-``max_chars`` is cut at its last clause boundary (else its last space).
+first audio is not held back by a long sentence (piper synthesizes a whole piece
+before any of it plays); a first sentence with no such boundary is cut before a
+connective (``and``, ``but``, ``with``, ``because``…, English) once it is
+``first_phrase_chars`` long; any sentence longer than ``max_chars`` is cut at its
+last clause boundary (else its last space).
 
 Every decision at a position depends only on the text up to a short look-ahead,
 and the splitter waits while that look-ahead has not arrived: the output is the
@@ -50,6 +53,15 @@ _NEVER_END = frozenset(
 _MAYBE_END = frozenset({"etc", "inc", "ltd", "co", "corp", "jan", "feb", "aug", "sept", "oct",
                         "nov", "dec", "est", "min", "max", "hrs", "ft", "oz", "lb"})
 
+# Words a spoken phrase can start with: cutting a long first sentence just before one
+# keeps the prosody natural ("It is sunny today | with a high of twenty degrees").
+_CONNECTIVES = frozenset(
+    {
+        "and", "but", "or", "so", "because", "which", "while", "when", "where", "with",
+        "although", "though", "since", "unless", "until", "whereas", "whether",
+    }
+)
+
 _WAIT = -1  # a decision needs text that has not arrived yet
 
 
@@ -59,11 +71,12 @@ class SentenceSplitter:
     One splitter per reply: ``max_first_chars`` applies to the first sentence it emits.
     """
 
-    def __init__(self, max_first_chars: int = 60, max_chars: int = 300) -> None:
-        if max_first_chars < 1 or max_chars < 2:
-            raise ValueError("max_first_chars must be >= 1 and max_chars >= 2")
+    def __init__(self, max_first_chars: int = 60, max_chars: int = 300, first_phrase_chars: int = 0) -> None:
+        if max_first_chars < 1 or max_chars < 2 or first_phrase_chars < 0:
+            raise ValueError("max_first_chars must be >= 1, max_chars >= 2 and first_phrase_chars >= 0")
         self.max_first_chars = max_first_chars
         self.max_chars = max_chars
+        self.first_phrase_chars = first_phrase_chars  # 0: no cut before a connective
         self._buf = ""
         self._start = 0  # start of the current sentence in _buf
         self._scan = 0  # next position to examine
@@ -150,8 +163,12 @@ class SentenceSplitter:
             return p + 1
         if ch in _TERMINATORS:
             return self._terminator_end(p, final=final)
-        if self._emitted == 0 and p - self._start >= self.max_first_chars:
-            return self._clause_end(p, final=final)
+        if self._emitted == 0:
+            length = p - self._start
+            if length >= self.max_first_chars and (found := self._clause_end(p, final=final)) is not None:
+                return found
+            if self.first_phrase_chars and length >= self.first_phrase_chars and ch == " ":
+                return self._connective_cut(p, final=final)
         return None
 
     def _terminator_end(self, p: int, *, final: bool) -> int | None:
@@ -216,6 +233,16 @@ class SentenceSplitter:
             return p + 1  # word—word
         return None  # 10:30, 3,500, well-known
 
+    def _connective_cut(self, p: int, *, final: bool) -> int | None:
+        """Cut at the space ``p`` when the word after it is a connective."""
+        buf = self._buf
+        k = p + 1
+        while k < len(buf) and buf[k].isalpha():
+            k += 1
+        if k >= len(buf):
+            return None if final else _WAIT  # the word may go on
+        return p if buf[p + 1:k].lower() in _CONNECTIVES else None
+
     def _forced_cut(self, p: int) -> int:
         """Cut a sentence that reached ``max_chars`` at ``p``: at its last clause
         boundary, else its last space, else right here."""
@@ -251,7 +278,8 @@ def _is_dotted_abbreviation(word: str) -> bool:
     return len(parts) >= 2 and all(part.isalpha() and len(part) <= 2 for part in parts)
 
 
-def split_sentences(text: str, max_first_chars: int = 60, max_chars: int = 300) -> list[str]:
+def split_sentences(text: str, max_first_chars: int = 60, max_chars: int = 300,
+                    first_phrase_chars: int = 0) -> list[str]:
     """Split a whole text at once (the same result as streaming it)."""
-    splitter = SentenceSplitter(max_first_chars, max_chars)
+    splitter = SentenceSplitter(max_first_chars, max_chars, first_phrase_chars)
     return splitter.feed(text) + splitter.flush()

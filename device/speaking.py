@@ -153,6 +153,7 @@ class ReplySpeaker:
         *,
         max_first_chars: int = 60,
         max_chars: int = 300,
+        first_phrase_chars: int = 0,
         sentence_gap_ms: int = 0,
         poll_s: float = 0.05,
     ) -> None:
@@ -161,6 +162,7 @@ class ReplySpeaker:
         self.bus = bus
         self.max_first_chars = max_first_chars
         self.max_chars = max_chars
+        self.first_phrase_chars = first_phrase_chars
         self.sentence_gap_ms = sentence_gap_ms
         self.poll_s = poll_s
         self.last_outcome: ReplyOutcome | None = None
@@ -222,7 +224,7 @@ class ReplySpeaker:
     # --- the pipeline --------------------------------------------------------------------------
 
     async def _read(self, deltas: AsyncIterable[str], out: asyncio.Queue[object], reply: _Reply) -> None:
-        splitter = SpeakableSplitter(self.max_first_chars, self.max_chars)
+        splitter = SpeakableSplitter(self.max_first_chars, self.max_chars, self.first_phrase_chars)
 
         def push(texts: list[str]) -> None:
             now = time.monotonic()
@@ -352,8 +354,17 @@ def build_synthesizer(tts: TtsConfig, models_dir: str | None = None) -> Synthesi
 
 def reply_speaker(speaker: Speaker, synthesizer: Synthesizer, bus: EventBus, tts: TtsConfig) -> ReplySpeaker:
     """A :class:`ReplySpeaker` with the ``[tts]`` section's splitter limits and gap."""
-    return ReplySpeaker(speaker, synthesizer, bus, max_first_chars=tts.max_first_sentence_chars,
-                        max_chars=tts.max_sentence_chars, sentence_gap_ms=tts.sentence_gap_ms)
+    replies = ReplySpeaker(speaker, synthesizer, bus)
+    apply_splitting(replies, tts)
+    return replies
+
+
+def apply_splitting(replies: ReplySpeaker, tts: TtsConfig) -> None:
+    """The ``[tts]`` splitter limits and gap (live: the next reply uses them)."""
+    replies.max_first_chars = tts.max_first_sentence_chars
+    replies.max_chars = tts.max_sentence_chars
+    replies.first_phrase_chars = tts.first_phrase_chars
+    replies.sentence_gap_ms = tts.sentence_gap_ms
 
 
 async def _stop_task(task: asyncio.Task[None]) -> None:

@@ -43,7 +43,7 @@ from edgevoice.device.runtime.frontend import FrontEnd
 from edgevoice.device.runtime.state import ListenMode, State
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.sdnotify import Notifier
-from edgevoice.device.speaking import build_synthesizer, reply_speaker
+from edgevoice.device.speaking import apply_splitting, build_synthesizer, reply_speaker
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -436,6 +436,7 @@ class Daemon(DeviceActions):
             self.speaker.volume = new.audio.volume
         if self.conversation is not None:
             self.conversation.settings = conversation_settings(new)
+            apply_splitting(self.conversation.replies, new.tts)
         if restart:
             _LOGGER.warning("config changes that need a restart: %s", ", ".join(restart))
         return restart

@@ -55,13 +55,17 @@ async def test_fleet_commands_drive_the_running_device(tmp_path: Path, broker: B
             assert (await command("reset_session", {}, "r1"))["ok"] is True
             assert device.daemon.agent is not None and device.daemon.agent.session_id != before
 
-            patch = {"patch": {"conversation": {"failure_phrase": "Try again later."}}}
+            patch = {"patch": {"conversation": {"failure_phrase": "Try again later."},
+                               "tts": {"first_phrase_chars": 45, "sentence_gap_ms": 80}}}
             result = await command("set_config", patch, "c1")
             assert result["ok"] is True
             assert result["result"]["restart_required"] is False
             written = tomllib.loads((tmp_path / "config.toml").read_text())
             assert written["conversation"]["failure_phrase"] == "Try again later."
             assert device.daemon.conversation.settings.failure_phrase == "Try again later."
+            # the splitter limits are live too: the next reply is cut by the new ones
+            replies = device.daemon.conversation.replies
+            assert (replies.first_phrase_chars, replies.sentence_gap_ms) == (45, 80)
 
             bad = await command("set_config", {"patch": {"audio": {"volume": 7}}}, "c2")
             assert bad["ok"] is False and bad["error"]["code"] == "validation_failed"

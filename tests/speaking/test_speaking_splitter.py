@@ -87,6 +87,45 @@ def test_any_text_chunking_invariant(text: str, sizes: list[int]) -> None:
     assert "".join(whole).replace(" ", "").replace("\n", "") == "".join(text.split())
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    text=st.lists(st.sampled_from(["a", "b", " ", ".", ",", "and", "so", "sand", "with", "\n"]),
+                  max_size=40).map("".join),
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=10),
+)
+def test_connective_cut_chunking_invariant(text: str, sizes: list[int]) -> None:
+    whole = split_sentences(text, max_first_chars=4, max_chars=80, first_phrase_chars=6)
+    streamed = _stream(text, sizes, SentenceSplitter(4, 80, first_phrase_chars=6))
+    assert streamed == whole
+    assert "".join(whole).replace(" ", "").replace("\n", "") == "".join(text.split())
+
+
+def test_first_sentence_without_a_clause_mark_is_cut_before_a_connective() -> None:
+    text = ("The weather today is sunny and warm with a high of twenty two degrees. "
+            "Tomorrow it will rain and the wind will pick up.")
+    out = split_sentences(text, max_first_chars=4, first_phrase_chars=30)
+    # "and" at 25 characters is too early; "with" at 35 is the first cut after 30
+    assert out == ["The weather today is sunny and warm",
+                   "with a high of twenty two degrees.",
+                   "Tomorrow it will rain and the wind will pick up."]
+    # a word that only starts like a connective ("sandwich", "andes") is not one
+    uncut = "I would like a very large sandwich andes today please."
+    assert split_sentences(uncut, 4, first_phrase_chars=10) == [uncut]
+    # a clause mark comes first when there is one; 0 turns the connective cut off
+    assert split_sentences("Sure, the weather today is sunny with a high of twenty.", 4,
+                           first_phrase_chars=10)[0] == "Sure,"
+    assert split_sentences(text, 4, first_phrase_chars=0)[0] == text.split(". ")[0] + "."
+
+
+def test_connective_cut_waits_for_the_whole_next_word() -> None:
+    splitter = SentenceSplitter(4, 300, first_phrase_chars=10)
+    assert splitter.feed("It is sunny today an") == []  # "an" may become "and" or "anyway"
+    assert splitter.feed("yway it is") == []
+    assert splitter.feed(" warm and") == []
+    assert splitter.feed(" dry.") == ["It is sunny today anyway it is warm"]
+    assert splitter.flush() == ["and dry."]
+
+
 def test_first_sentence_emitted_before_second_arrives() -> None:
     splitter = SentenceSplitter()
     assert splitter.feed("The first sentence.") == []  # the end is not certain yet

@@ -33,9 +33,15 @@ class TtsConfig:
         0, "Silence added between sentences (piper adds none).", minimum=0, maximum=2000
     )
     max_first_sentence_chars: int = setting(
-        60, "A longer first sentence is cut at its first clause boundary (comma, semicolon, "
-        "colon, dash) after this many characters, so the first audio comes sooner.",
-        minimum=10, maximum=1000,
+        4, "A longer first sentence is cut at its first clause boundary (comma, semicolon, "
+        "colon, dash) after this many characters, so the first audio comes sooner: piper "
+        "synthesizes a whole piece before any of it plays, so its length is the wait.",
+        minimum=1, maximum=1000,
+    )
+    first_phrase_chars: int = setting(
+        30, "A first sentence with no clause boundary is cut before a connective word (and, but, "
+        "with, because...; English) once it is this long. 0: never.",
+        minimum=0, maximum=1000,
     )
     max_sentence_chars: int = setting(
         300, "A sentence longer than this is cut at its last clause boundary (else a space).",
