@@ -7,13 +7,25 @@ mediocre; phrase-list grammar mode (a JSGF grammar of the phrases) is exact.
 
 Word confidence is pocketsphinx's per-word posterior probability; times come from
 its 10 ms frames, counted from the start of the session.
+
+Memory (``docs/runtime.md``, "Memory"): the bundled model's 135 000-word dictionary
+and its trigram language model take ~88 MB once loaded. Free-form search can only
+ever hypothesise words of the language model (72 500), so the decoder gets a
+dictionary of just those (-11 MB, same results); in phrase-list grammar mode the
+language model is not loaded at all and the dictionary holds only the phrases' words
+(~3 MB in all). Words are taken from the full dictionary file as phrases need them,
+and the language model is loaded when free-form recognition is asked for.
 """
 
 from __future__ import annotations
 
 import logging
+import mmap
+import os
 import re
-from collections.abc import Sequence
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +69,54 @@ def model_files(folder: Path) -> tuple[Path, Path, Path]:
     return hmm, lms[0], dicts[0]
 
 
+def lm_vocabulary(lm: Path) -> frozenset[str] | None:
+    """The words of a pocketsphinx binary trie language model (``*.lm.bin``), or None
+    when the file is not one (an ARPA ``.lm``, another layout): its unigram count is in
+    the header, its words are the file's tail, NUL-terminated, after their byte length."""
+    magic = b"Trie Language Model"
+    try:
+        with open(lm, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            if data[:len(magic)] != magic or len(data) < len(magic) + 5:
+                return None
+            (count,) = struct.unpack_from("<I", data, len(magic) + 1)
+            end = len(data) - 1  # the last word's terminator
+            for _ in range(count - 1):
+                end = data.rfind(b"\0", 0, end)
+                if end < 4:
+                    return None
+            # ``end`` is the first word's terminator; the word begins after the length field
+            for begin in range(end, max(4, end - 256), -1):
+                if struct.unpack_from("<i", data, begin - 4)[0] == len(data) - begin:
+                    break
+            else:
+                return None
+            words = data[begin:].decode("utf-8", errors="replace").split("\0")[:-1]
+    except (OSError, ValueError, struct.error):
+        return None
+    return frozenset(words) if len(words) == count else None
+
+
+def read_dictionary(path: Path, keep: Iterable[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(word, phones) entries of a pocketsphinx dictionary, pronunciation variants
+    (``word(2)``) included; only the words in ``keep`` when given."""
+    wanted = None if keep is None else set(keep)
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            word, _, phones = line.strip().partition(" ")
+            if phones and (wanted is None or _VARIANT.sub("", word) in wanted):
+                yield word, phones.strip()
+
+
+def _write_dictionary(entries: Iterable[tuple[str, str]]) -> tuple[str, int]:
+    """A temporary dictionary file of ``entries``: (its path, how many)."""
+    count = 0
+    with tempfile.NamedTemporaryFile("w", suffix=".dict", delete=False, encoding="utf-8") as handle:
+        for word, phones in entries:
+            handle.write(f"{word} {phones}\n")
+            count += 1
+    return handle.name, count
+
+
 class PocketsphinxEngine(AsrEngine):
     name = "pocketsphinx"
 
@@ -71,18 +131,46 @@ class PocketsphinxEngine(AsrEngine):
     ) -> None:
         super().__init__(model_name=model_name or Path(model_path).name, language=language,
                          low_confidence=low_confidence)
-        ps: Any = require("pocketsphinx", "hearing", "The pocketsphinx speech recognizer")
-        hmm, lm, dictionary = model_files(Path(model_path))
-        try:
-            self._decoder = ps.Decoder(hmm=str(hmm), lm=str(lm), dict=str(dictionary),
-                                       samprate=SAMPLE_RATE, loglevel="FATAL")
-        except (RuntimeError, ValueError) as err:
-            raise AsrModelError(f"cannot load pocketsphinx model {model_path}: {err}") from err
+        self._ps: Any = require("pocketsphinx", "hearing", "The pocketsphinx speech recognizer")
         self.model_path = Path(model_path)
-        self._frame_s = 1.0 / int(self._decoder.config["frate"])
+        self._hmm, self._lm, self._dictionary = model_files(self.model_path)
+        self._decoder: Any = None
+        self._free_form = False  # whether the decoder has the language model
         self._grammar: tuple[str, ...] = ()
         self._session: _PocketsphinxSession | None = None
         self.set_grammar(grammar)
+        self._frame_s = 1.0 / int(self._decoder.config["frate"])
+
+    @property
+    def free_form_loaded(self) -> bool:
+        """Whether the language model (free-form recognition) is in memory."""
+        return self._free_form
+
+    def _load(self, free_form: bool, words: Iterable[str] = ()) -> None:
+        """A new decoder: with the language model and its words (free form), or with
+        no language model and just ``words`` (grammar mode)."""
+        vocabulary = lm_vocabulary(self._lm) if free_form else frozenset(words)
+        dictionary, entries = _write_dictionary(read_dictionary(self._dictionary, vocabulary))
+        del vocabulary
+        try:
+            self._decoder = self._ps.Decoder(hmm=str(self._hmm), lm=str(self._lm) if free_form else None,
+                                             dict=dictionary, samprate=SAMPLE_RATE, loglevel="FATAL")
+        except (RuntimeError, ValueError) as err:
+            raise AsrModelError(f"cannot load pocketsphinx model {self.model_path}: {err}") from err
+        finally:
+            os.unlink(dictionary)
+        self._free_form = free_form
+        _LOGGER.debug("pocketsphinx decoder: %s, %d dictionary entries",
+                      "language model" if free_form else "grammar only", entries)
+
+    def _add_words(self, words: set[str]) -> None:
+        """Give the decoder the pronunciations of ``words`` it lacks (from the full dictionary)."""
+        missing = {w for w in words if self._decoder.lookup_word(w) is None}
+        if not missing:
+            return
+        entries = list(read_dictionary(self._dictionary, missing))
+        for index, (word, phones) in enumerate(entries):
+            self._decoder.add_word(word, phones, index == len(entries) - 1)
 
     @property
     def grammar(self) -> tuple[str, ...]:
@@ -91,6 +179,17 @@ class PocketsphinxEngine(AsrEngine):
     def set_grammar(self, phrases: Sequence[str]) -> None:
         if self._session is not None:
             raise AsrError("cannot change the grammar while a turn is being recognised")
+        if not phrases:
+            if not self._free_form:
+                self._load(free_form=True)
+            self._decoder.activate_search(_FREE_SEARCH)
+            self._grammar = ()
+            return
+        wanted = {w for phrase in phrases for w in phrase.lower().split()}
+        if self._decoder is None:
+            self._load(free_form=False, words=wanted)
+        else:
+            self._add_words(wanted)
         kept: list[str] = []
         for phrase in phrases:
             words = phrase.lower().split()
@@ -100,16 +199,13 @@ class PocketsphinxEngine(AsrEngine):
                                 " ".join(unknown), phrase)
             elif words:
                 kept.append(" ".join(words))
-        if phrases and not kept:
+        if not kept:
             raise AsrError("none of the grammar phrases can be recognised by pocketsphinx's dictionary")
-        if kept:
-            body = " | ".join(kept)
-            self._decoder.add_jsgf_string(
-                _GRAMMAR_SEARCH, f"#JSGF V1.0;\ngrammar phrases;\npublic <phrase> = {body};\n"
-            )
-            self._decoder.activate_search(_GRAMMAR_SEARCH)
-        else:
-            self._decoder.activate_search(_FREE_SEARCH)
+        body = " | ".join(kept)
+        self._decoder.add_jsgf_string(
+            _GRAMMAR_SEARCH, f"#JSGF V1.0;\ngrammar phrases;\npublic <phrase> = {body};\n"
+        )
+        self._decoder.activate_search(_GRAMMAR_SEARCH)
         self._grammar = tuple(kept)
 
     def start(self) -> AsrSession:

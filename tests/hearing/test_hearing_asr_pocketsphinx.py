@@ -9,7 +9,7 @@ import pytest
 from support.hearing_audio import espeak_speech, frames, piper_speech
 
 from edgevoice.audio.asr import AsrError, Word, make_result
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine, lm_vocabulary, model_files
 from edgevoice.models import ModelKind, resolve_model
 
 PAD = np.zeros(4000, dtype=np.int16)
@@ -92,3 +92,38 @@ def test_grammar_result_that_is_no_phrase_is_low_confidence() -> None:
     assert not make_result("what time", words, 0.5, 8000).low_confidence
     assert make_result("what time", words, 1.01, 8000).low_confidence
     assert not make_result("", [], 0.5, 8000, ("what time",)).low_confidence
+
+
+def test_lm_vocabulary_reads_the_binary_language_model() -> None:
+    hmm, lm, dictionary = model_files(resolve_model("pocketsphinx-en-us", ModelKind.ASR).path)
+    words = lm_vocabulary(lm)
+    assert words is not None and len(words) == 72547  # the header's unigram count
+    assert {"weather", "today", "<s>", "</s>"} <= words
+    assert "aargh" not in words  # in the dictionary, not in the language model
+    assert lm_vocabulary(dictionary) is None  # not a trie language model
+    assert lm_vocabulary(hmm / "mdef") is None
+
+
+def test_free_form_decoder_holds_only_language_model_words(engine: PocketsphinxEngine) -> None:
+    engine.set_grammar(())
+    assert engine.free_form_loaded
+    decoder = engine._decoder
+    assert decoder.lookup_word("weather") is not None
+    assert decoder.lookup_word("aargh") is None  # free-form search could never output it
+    # A grammar may still use it: its pronunciation comes from the full dictionary.
+    engine.set_grammar(("aargh stop",))
+    assert engine.grammar == ("aargh stop",)
+    assert decoder.lookup_word("aargh") is not None
+
+
+def test_grammar_mode_loads_no_language_model() -> None:
+    loc = resolve_model("pocketsphinx-en-us", ModelKind.ASR)
+    engine = PocketsphinxEngine(loc.path, grammar=COMMANDS)
+    assert not engine.free_form_loaded
+    assert engine._decoder.lookup_word("weather") is None  # only the phrases' words
+    speech = piper_speech("turn off the light")
+    assert engine.transcribe(padded(speech)).text == "turn off the light"
+    engine.set_grammar(())  # free form: the language model is loaded now
+    assert engine.free_form_loaded
+    assert engine.grammar == ()
+    assert "weather" in engine.transcribe(padded(piper_speech(FREE[0]))).text
