@@ -144,6 +144,11 @@ class Daemon(DeviceActions):
         # as speech visits it: warm both (the ASR with the device's own voice), so neither
         # cost lands on the first turn.
         await asyncio.to_thread(_warm_up, synthesizer, front)
+        # Memory: give the heap freed while loading and warming the engines back to the OS
+        # (malloc_trim, ~-22 MB; see device/memory.py and docs/runtime.md "Memory").
+        from edgevoice.device.memory import release_memory
+
+        await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
         earcons = Earcons(self.speaker, _enabled_earcons(config), config.earcons.level)
         self.agent = build_agent(config, self)
