@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import resource
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from edgevoice.audio.room import SimulatedRoom
 from edgevoice.device.config import load_config
@@ -155,31 +159,131 @@ IDLE_CASES = [
     ("wakeword", "pocketsphinx", ["asr.engine=pocketsphinx", "listen.mode=wakeword"]),
     ("always", "vosk (ko model)", ["asr.engine=vosk", "device.language=ko"]),
 ]
+IDLE_SETTLE_S = 3.0
+
+
+def _thread_cpu_s() -> dict[int, float]:
+    """CPU seconds of each thread of this process, by native thread id."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # the thread ended
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def _quiet_room(folder: Path, seconds: float) -> Path:
+    """A quiet room: white noise 60 dB under full scale, as raw S16 mono."""
+    rng = np.random.default_rng(0)
+    path = folder / "quiet.raw"
+    path.write_bytes(rng.normal(0.0, 33.0, int(16000 * seconds)).astype("<i2").tobytes())
+    return path
+
+
+def _alsa_overrides(folder: Path, fifo: Path) -> list[str]:
+    from support.alsa_devices import AlsaDevices
+
+    devices = AlsaDevices(folder)
+    return ["audio.backend=alsa", f"audio.capture_device={devices.mic(fifo, 1)}",
+            f"audio.playback_device={devices.speaker(folder / 'speaker.raw')}", "audio.capture_channels=1"]
 
 
 async def idle_case(index: int, seconds: float, state: Path) -> None:
-    """One case in this (fresh) process: prints ``cpu_percent rss_mb``."""
-    daemon, _room, runner, _events = await start(IDLE_CASES[index][2], state)
-    await asyncio.sleep(2.0)  # settle
-    cpu0, wall0 = cpu_s(), time.monotonic()
-    await asyncio.sleep(seconds)
-    cpu = (cpu_s() - cpu0) / (time.monotonic() - wall0) * 100.0
-    print(f"{cpu:.2f} {rss_mb():.1f}")
-    await stop(daemon, runner)
+    """One case in this (fresh) process, on real ALSA PCMs fed at 1x: prints one JSON line."""
+    import json
+    import tempfile
+
+    from support.alsa_devices import start_fifo_writer, write_alsa_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        os.environ["ALSA_CONFIG_PATH"] = write_alsa_config(folder)
+        fifo = folder / "mic.fifo"
+        writer = start_fifo_writer(fifo, _quiet_room(folder, seconds + IDLE_SETTLE_S + 30), 320, 0.01)
+        try:
+            loaded = load_config(None, [*BASE, *_alsa_overrides(folder, fifo), f"device.state_dir={state}",
+                                        *IDLE_CASES[index][2]], search_paths=[])
+            daemon = Daemon(loaded, root=state)
+            runner = asyncio.create_task(daemon.run())
+            await daemon.ready.wait()
+            await asyncio.sleep(IDLE_SETTLE_S)
+            before, cpu0, wall0 = _thread_cpu_s(), cpu_s(), time.monotonic()
+            await asyncio.sleep(seconds)
+            after, cpu1, wall = _thread_cpu_s(), cpu_s(), time.monotonic() - wall0
+            names = {t.native_id: t.name for t in threading.enumerate()}
+            threads: dict[str, float] = {}
+            for tid, used in after.items():
+                name = names.get(tid, "other")
+                name = name if name in ("edgevoice-audio", "edgevoice-frontend", "MainThread") else "other"
+                threads[name] = threads.get(name, 0.0) + 100.0 * (used - before.get(tid, 0.0)) / wall
+            print(json.dumps({"cpu": 100.0 * (cpu1 - cpu0) / wall, "rss": rss_mb(), "threads": threads}))
+            await stop(daemon, runner)
+        finally:
+            writer.kill()
+            writer.wait()
+
+
+def raw_alsa_idle(seconds: float) -> float:
+    """The raw engine on the same devices: a bare pyalsaaudio read()+write() loop at 1x."""
+    import tempfile
+
+    import alsaaudio
+    from support.alsa_devices import AlsaDevices, start_fifo_writer, write_alsa_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        os.environ["ALSA_CONFIG_PATH"] = write_alsa_config(folder)
+        fifo = folder / "mic.fifo"
+        writer = start_fifo_writer(fifo, _quiet_room(folder, seconds + 5), 320, 0.01)
+        try:
+            devices = AlsaDevices(folder)
+            capture = alsaaudio.PCM(alsaaudio.PCM_CAPTURE, device=devices.mic(fifo, 1), channels=1,
+                                    rate=16000, format=alsaaudio.PCM_FORMAT_S16_LE, periodsize=160,
+                                    periods=4)
+            playback = alsaaudio.PCM(alsaaudio.PCM_PLAYBACK, device=devices.speaker(folder / "s.raw"),
+                                     channels=1, rate=16000, format=alsaaudio.PCM_FORMAT_S16_LE,
+                                     periodsize=160, periods=4)
+            silence = bytes(320)
+            cpu0, wall0 = cpu_s(), time.monotonic()
+            for _ in range(int(seconds * 100)):
+                capture.read()
+                playback.write(silence)
+            used = (cpu_s() - cpu0) / (time.monotonic() - wall0)
+            capture.close()
+            playback.close()
+        finally:
+            writer.kill()
+            writer.wait()
+    return 100.0 * used
 
 
 def idle(seconds: float) -> None:
+    import json
     import subprocess
 
-    print("\n## Idle listening daemon (each case in a fresh process)\n")
-    print("| listen mode | ASR engine | CPU % of one core | RSS MB |")
-    print("|---|---|---|---|")
+    print("\n## Idle listening daemon on real ALSA PCMs, a quiet room (-60 dBFS) fed at 1x "
+          "(each case in a fresh process)\n")
+    print("| listen mode | ASR engine | CPU % of one core | audio thread | front end | rest | RSS MB |")
+    print("|---|---|---|---|---|---|---|")
     for index, (mode, engine, _) in enumerate(IDLE_CASES):
         out = subprocess.run([sys.executable, __file__, "--idle-case", str(index), "--idle-s", str(seconds)],
-                             capture_output=True, text=True, check=True).stdout.split()
-        print(f"| {mode} | {engine} | {float(out[-2]):.1f} | {float(out[-1]):.0f} |")
-    print("\nCPU is the whole process: the audio thread, the simulated room's own echo simulation, "
-          "AEC, VAD, wake word and the event loop; a real device skips the room simulation.")
+                             capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+        row = json.loads(out)
+        threads = row["threads"]
+        audio, front = threads.get("edgevoice-audio", 0.0), threads.get("edgevoice-frontend", 0.0)
+        print(f"| {mode} | {engine} | {row['cpu']:.1f} | {audio:.1f} | {front:.1f} | "
+              f"{row['cpu'] - audio - front:.1f} | {row['rss']:.0f} |")
+    raw = subprocess.run([sys.executable, __file__, "--raw-alsa", "--idle-s", str(seconds)],
+                         capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+    print(f"| raw pyalsaaudio read()+write() on the same devices | - | {float(raw):.1f} | | | | |")
+    print("\nThe capture PCM is alsa-lib's file plugin reading a FIFO that another process fills "
+          "at 1x, so reads block as on a card; the plugin chain costs more than a card's hw PCM "
+          "(the raw row is that floor). The front end is the echo canceller, the VAD, the "
+          "endpointer and, in wakeword mode, the wake word model.")
 
 
 async def main() -> None:
@@ -187,11 +291,19 @@ async def main() -> None:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--idle-s", type=float, default=15.0)
     parser.add_argument("--idle-case", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--raw-alsa", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--idle-only", action="store_true", help="only the idle CPU and memory table")
     args = parser.parse_args()
     state = Path("/tmp/edgevoice-bench-state")
     await asyncio.to_thread(state.mkdir, exist_ok=True)
     if args.idle_case is not None:
         await idle_case(args.idle_case, args.idle_s, state)
+        return
+    if args.raw_alsa:
+        print(f"{await asyncio.to_thread(raw_alsa_idle, args.idle_s):.2f}")
+        return
+    if args.idle_only:
+        await asyncio.to_thread(idle, args.idle_s)
         return
     await latency(args.turns, state)
     await asyncio.to_thread(idle, args.idle_s)
