@@ -62,14 +62,32 @@ class DelayEstimator:
 
     def push(self, mic: npt.NDArray[np.floating], reference: npt.NDArray[np.floating]) -> bool:
         """Add one period (float samples); returns True when the estimate was refreshed."""
-        start = self._filled
-        end = start + len(mic)
-        if end > self._pending.shape[1]:  # first use (or longer periods): room for a hop
-            grown = np.zeros((2, max(end, len(mic) * self._hop)))
-            grown[:, :start] = self._pending[:, :start]
-            self._pending = grown
+        start, end = self._slot(len(mic))
         self._pending[0, start:end] = mic
         self._pending[1, start:end] = reference
+        return self._advance(end)
+
+    def push_pcm(self, mic: npt.NDArray[np.int16], reference: npt.NDArray[np.int16],
+                 scale: float) -> tuple[_Floats, _Floats]:
+        """:meth:`push` for int16 periods: converts them (times ``scale``) into the
+        estimator's own buffer and returns those float periods, which stay valid until
+        the next push (the echo canceller uses them instead of converting twice)."""
+        start, end = self._slot(len(mic))
+        mic_f = np.multiply(mic, scale, out=self._pending[0, start:end])
+        ref_f = np.multiply(reference, scale, out=self._pending[1, start:end])
+        self._advance(end)
+        return mic_f, ref_f
+
+    def _slot(self, n: int) -> tuple[int, int]:
+        start = self._filled
+        end = start + n
+        if end > self._pending.shape[1]:  # first use (or longer periods): room for a hop
+            grown = np.zeros((2, max(end, n * self._hop)))
+            grown[:, :start] = self._pending[:, :start]
+            self._pending = grown
+        return start, end
+
+    def _advance(self, end: int) -> bool:
         self._filled = end
         self._periods += 1
         if self._periods % self._hop:

@@ -50,6 +50,7 @@ _DRIFT_EVERY = 50  # blocks between drift measurements
 _MAX_DRIFT = 300e-6 * _N  # samples per block
 _DRIFT_BINS = np.arange(4, 100)
 _SCALE = 1.0 / 32768.0
+_PCM_SCALE_SQ = 2.0 ** -30  # energy of int16-scaled samples -> of float samples
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
 
@@ -88,6 +89,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._talk_ratio = talk_ratio
         self._track_drift = track_drift
         self._window = np.sqrt(np.hanning(_M + 1)[:_M])
+        self._window_pcm = self._window * 32768.0  # synthesis window with the int16 scale
         self._delay_est = DelayEstimator(max_delay_ms=float(max_delay_ms))
         self._a2 = memory ** 2
         self._p_initial = 1.0
@@ -101,7 +103,6 @@ class EdgevoiceCanceller(EchoCanceller):
         self._mu_c = np.zeros((self._k, _F), dtype=np.complex128)
         self._tmp_f = np.empty(_F)
         self._expected = np.empty(_F)
-        self._err = np.empty((2, _N))  # main and shadow error, this period
         self.reset()
 
     # -- state ------------------------------------------------------------------------
@@ -125,15 +126,19 @@ class EdgevoiceCanceller(EchoCanceller):
         self._P = np.full((k, _F), self._p_initial)
         self._Ws: _Complex = np.zeros((self._ks, _F), dtype=np.complex128)
         self._WX: _Complex = np.zeros((2, _F), dtype=np.complex128)
-        # Rows 0-1: the main and shadow error, zero-padded, for the filter update; row 2:
-        # the suppressor's windowed frame. One forward FFT for all three.
+        # Row 0: the main filter's error, zero-padded; row 1: the suppressor's windowed
+        # frame; row 2: the shadow filter's error. One forward FFT for all three.
         self._fft_in = np.zeros((3, _M))
         # Rows 0-1: the partitions of each filter being constrained; row 2: the
         # suppressor's output spectrum. One inverse FFT for all three.
         self._ifft_in: _Complex = np.zeros((3, _F), dtype=np.complex128)
         self._shadow_constrain_at = 0
         self._noise_at = 0
-        self._m = np.zeros(_F)
+        # row 0: the Kalman filter's smoothed error power m; row 1: the suppressor's pe_s
+        self._smooth = np.zeros((2, _F))
+        self._smooth[1] = 1e-9
+        self._m = self._smooth[0]
+        self._pe_s = self._smooth[1]
         self._power = np.full(_F, 1e-6)
         self._delta = 1e-4 * _M
         self._constrain_at = 0
@@ -143,9 +148,9 @@ class EdgevoiceCanceller(EchoCanceller):
         self._mic_err = 1e-9
         self._shadow_wins = 0
         self._frame = np.zeros(_M)  # the suppressor's analysis frame (unwindowed)
-        self._ola = np.zeros(_N)
-        self._pe_s = np.full(_F, 1e-9)
-        self._r_s = np.zeros(_F)
+        self._ola = np.zeros(_N)  # scaled to int16 (x 2**15)
+        self._rs_err = np.zeros((2, _F))
+        self._r_s = self._rs_err[0]
         self._periods = 0
         self._mic_pow = 1e-12
         self._out_pow = 1e-12
@@ -182,13 +187,12 @@ class EdgevoiceCanceller(EchoCanceller):
     # -- the block ----------------------------------------------------------------------
     def process(self, mic: Pcm, reference: Pcm) -> Pcm:
         check_period(mic, reference)
-        d: _Floats = np.multiply(mic, _SCALE, dtype=np.float64)
-        xr: _Floats = np.multiply(reference, _SCALE, dtype=np.float64)
         self._silent_periods = self._silent_periods + 1 if not reference.any() else 0
+        # converted to float in the delay estimator's buffer (valid for this period)
+        d, xr = self._delay_est.push_pcm(mic, reference, _SCALE)
         if self._silent_periods > self._quiet_after:
-            return self._process_quiet(d, xr)
+            return self._process_quiet(d)
         self._periods += 1
-        self._delay_est.push(d, xr)
         self._ref.push(xr)
         self._follow_delay()
         xbuf = self._xbuf
@@ -218,40 +222,44 @@ class EdgevoiceCanceller(EchoCanceller):
         ks = self._ks
         np.multiply(self._Ws, X[:ks], out=tmp[:ks])
         tmp[:ks].sum(axis=0, out=wx[1])
-        err = self._err
+        fft_in = self._fft_in
+        err = fft_in[::2, _N:]  # the main and the shadow filter's error, zero-padded
         np.subtract(d, irfft(wx)[:, _N:], out=err)
         e = err[0]
         es = err[1]
         e_energy = float(e @ e)
         es_energy = float(es @ es)
         take = 0
+        d_energy = 0.0
         if far:
-            take = self._choose(float(d @ d), e_energy, es_energy)
+            d_energy = float(d @ d)
+            take = self._choose(d_energy, e_energy, es_energy)
         else:
             self._residual_lin *= 0.5
         # the shadow explains the echo better right now (moved path)
         chosen = es if es_energy < 0.5 * e_energy and self._shadow_wins > 0 else e
 
-        # forward FFT of the errors (filter update) and the suppressor's frame together
         frame = self._frame
         frame[:_N] = frame[_N:]
         frame[_N:] = chosen
-        fft_in = self._fft_in
-        np.multiply(frame, self._window, out=fft_in[2])
+        np.multiply(frame, self._window, out=fft_in[1])
         if not far:
-            return self._finish(d, rfft(fft_in[2]))
-        fft_in[:2, _N:] = err
+            return self._finish_alone(d, rfft(fft_in[1]))
+        # one forward FFT: the main error, the suppressor's frame, the shadow error
         spectra = rfft(fft_in)
         powers = np.square(spectra.real)
         powers += np.square(spectra.imag)
-        self._adapt(X, pxk, spectra[0], spectra[1], powers[0])
-        out = self._finish(d, spectra[2], powers[2], constrain=True)
+        smooth = self._smooth  # the Kalman filter's and the suppressor's error powers
+        smooth *= 0.5
+        smooth += 0.5 * powers[:2]
+        self._adapt(X, pxk, spectra[0], spectra[2])
+        out = self._finish(d, d_energy, spectra[1], powers[1], constrain=True)
         self._apply_choice(take)
         if self._track_drift:
             self._follow_drift()
         return out
 
-    def _process_quiet(self, d: _Floats, xr: _Floats) -> Pcm:
+    def _process_quiet(self, d: _Floats) -> Pcm:
         """The far end has been silent for longer than the delay line and the filter
         reach: the reference ring and the filter's input history hold only zeros, so the
         echo estimate is exactly zero. This is :meth:`process` with everything that
@@ -259,14 +267,13 @@ class EdgevoiceCanceller(EchoCanceller):
         output is bit for bit the same."""
         self._flush_constrained()
         self._periods += 1
-        self._delay_est.push(d, xr)
         self._power *= 0.9
         self._far_active = False
         self._residual_lin *= 0.5
         frame = self._frame
         frame[:_N] = frame[_N:]
         frame[_N:] = d
-        return self._finish(d, rfft(frame * self._window))
+        return self._finish_alone(d, rfft(frame * self._window))
 
     # -- delay and drift ---------------------------------------------------------------
     def _follow_delay(self) -> None:
@@ -326,19 +333,16 @@ class EdgevoiceCanceller(EchoCanceller):
         self._drift_rate = max(-_MAX_DRIFT, min(_MAX_DRIFT, rate))
 
     # -- adaptation ----------------------------------------------------------------------
-    def _adapt(self, X: _Complex, pxk: _Floats, E: _Complex, Es: _Complex, pe: _Floats) -> None:
+    def _adapt(self, X: _Complex, pxk: _Floats, E: _Complex, Es: _Complex) -> None:
         """Kalman update of the main filter and NLMS update of the shadow (their
         gradient constraint runs in :meth:`_finish`, on the suppressor's inverse FFT)."""
-        # Kalman gain: the filter's uncertainty P against the (smoothed) error power.
-        m = self._m
-        m *= 0.5
-        m += 0.5 * pe
+        # Kalman gain: the filter's uncertainty P against the (smoothed) error power m.
         mu = self._tmp_r
         np.multiply(self._P, pxk, out=mu)
         expected = mu.sum(axis=0, out=self._expected)
         np.multiply(expected, 0.5, out=self._residual_lin)
         den = self._tmp_f
-        np.multiply(m, 2.0, out=den)
+        np.multiply(self._m, 2.0, out=den)
         den /= self._k
         den += expected
         den += self._delta
@@ -411,21 +415,21 @@ class EdgevoiceCanceller(EchoCanceller):
 
     # -- residual echo suppression, output ----------------------------------------------
     def _gain(self, pe: _Floats) -> _Floats:
-        """The suppressor's gain per bin, from this period's error power ``pe``."""
-        r_s = self._r_s
+        """The suppressor's gain per bin, from this period's error power ``pe`` (its
+        smoothed version, ``_pe_s``, is already updated)."""
+        rs_err = self._rs_err  # row 0: the residual echo estimate r_s; row 1: the error
+        r_s = rs_err[0]
         # residual echo decays like the room: keep a slowly released peak
         r_s *= 0.6
         np.maximum(self._residual_lin, r_s, out=r_s)
-        pe_s = self._pe_s
-        pe_s *= 0.5
-        pe_s += 0.5 * pe
         # When the error holds far more than the expected residual echo, someone is
         # talking: overestimate less there, so the near end keeps its weak bins.
-        error = np.maximum(pe, pe_s)
-        talk = float(error.sum()) / (float(r_s.sum()) + 1e-12)
+        error = np.maximum(pe, self._pe_s, out=rs_err[1])
+        sums = rs_err.sum(axis=1)
+        talk = float(sums[1]) / (float(sums[0]) + 1e-12)
         self._talking = talk >= self._talk_ratio
         over = self._over_talk if self._talking else self._over
-        gain = over * r_s
+        gain: _Floats = over * r_s
         error += 1e-12
         gain /= error
         np.subtract(1.0, gain, out=gain)
@@ -433,14 +437,20 @@ class EdgevoiceCanceller(EchoCanceller):
         self._last_gain = gain
         return gain
 
-    def _finish(self, d: _Floats, spectrum: _Complex, pe: _Floats | None = None, *,
+    def _finish_alone(self, d: _Floats, spectrum: _Complex) -> Pcm:
+        """:meth:`_finish` for a period without filter update (the far end inactive)."""
+        pe = np.square(spectrum.real)
+        pe += np.square(spectrum.imag)
+        pe_s = self._pe_s
+        pe_s *= 0.5
+        pe_s += 0.5 * pe
+        return self._finish(d, 0.0, spectrum, pe)
+
+    def _finish(self, d: _Floats, d_energy: float, spectrum: _Complex, pe: _Floats, *,
                 constrain: bool = False) -> Pcm:
         """Suppress the residual echo in the error ``spectrum`` (the windowed frame's),
         overlap-add, track the stats. With ``constrain``, the gradient constraint of one
         partition of each filter rides on the same inverse FFT."""
-        if pe is None:
-            pe = np.square(spectrum.real)
-            pe += np.square(spectrum.imag)
         gain = self._gain(pe)
         if constrain:
             j = self._constrain_at
@@ -459,12 +469,18 @@ class EdgevoiceCanceller(EchoCanceller):
             frame = times[2]
         else:
             frame = irfft(spectrum * gain)
-        frame *= self._window
+        # the synthesis window carries the int16 scale (2**15: exact in floating point)
+        frame *= self._window_pcm
         out = self._ola + frame[:_N]
         self._ola[:] = frame[_N:]
-        self._track_stats(d, out)
-        # float -> int16 with clipping (audio.frames.to_int16, in place)
-        out *= 32768.0
+        # Echo removed, measured only while the far end talks alone (by the suppressor's
+        # judgement), so a person talking over the device does not read as a failing
+        # reference.
+        if self._far_active and not self._talking:
+            self._mic_pow = 0.97 * self._mic_pow + 0.03 * d_energy
+            self._out_pow = 0.97 * self._out_pow + 0.03 * (float(out @ out) * _PCM_SCALE_SQ)
+            self._erle_seen = True
+        # to int16 with clipping (audio.frames.to_int16, in place)
         np.rint(out, out=out)
         np.maximum(out, -32768.0, out=out)
         np.minimum(out, 32767.0, out=out)
@@ -472,15 +488,6 @@ class EdgevoiceCanceller(EchoCanceller):
         return pcm
 
     # -- stats ----------------------------------------------------------------------------
-    def _track_stats(self, d: _Floats, out: _Floats) -> None:
-        # Echo removed, measured only while the far end talks alone (by the suppressor's
-        # judgement), so a person talking over the device does not read as a failing
-        # reference.
-        if self._far_active and not self._talking:
-            self._mic_pow = 0.97 * self._mic_pow + 0.03 * float(d @ d)
-            self._out_pow = 0.97 * self._out_pow + 0.03 * float(out @ out)
-            self._erle_seen = True
-
     @property
     def drift_ppm(self) -> float:
         """The clock drift being compensated (positive: the echo arrives ever later)."""
