@@ -69,6 +69,11 @@ class TtsEngine(ABC):
         """Run once so the first real sentence does not pay for lazy initialisation."""
         self.synthesize("Hi.")
 
+    def release_memory(self) -> bool:
+        """Give back memory that long chunks made the engine keep (piper: onnxruntime's
+        arena), between replies. Blocking. True when something was released."""
+        return False
+
     def close(self) -> None:  # noqa: B027 - most engines hold nothing to release
         """Release the engine."""
 
@@ -178,6 +183,23 @@ class Synthesizer:
         self.busy_s += audio.finished - audio.started
         self.audio_s += audio.duration_s
         return audio
+
+    def release_memory(self, then: Callable[[], object] | None = None) -> None:
+        """Run the engine's :meth:`TtsEngine.release_memory` on the worker, after what is
+        queued there (call it once a reply is over), then ``then`` if it released
+        something (e.g. ``malloc_trim``). Returns at once."""
+
+        def release() -> None:
+            try:
+                if self.engine.release_memory() and then is not None:
+                    then()
+            except Exception as err:  # worker thread: log, never kill the executor's thread
+                _LOGGER.warning("TTS memory release failed: %s", err)
+
+        try:
+            self._executor.submit(release)
+        except RuntimeError:  # closed
+            pass
 
     def close(self) -> None:
         self._executor.shutdown(wait=True, cancel_futures=True)

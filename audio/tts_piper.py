@@ -11,6 +11,16 @@ package (a heavy extra), so word ends are spread over each chunk's samples in
 proportion to each word's phoneme count (espeak's own word grouping), falling
 back to character counts when espeak's words do not line up with the text's
 (numbers, abbreviations read out as several words).
+
+Memory (``docs/runtime.md``, "Memory"): onnxruntime's arena keeps the largest
+synthesis's buffers for reuse, and they grow with the chunk's length (a 150-character
+chunk leaves ~170 MB, more after several). Without the arena every chunk pays for
+fresh pages (first audio ~15% slower). So the arena stays, and
+:meth:`PiperTts.release_memory` (called when a reply is over) shrinks it after a chunk
+longer than ``keep_chars``: one tiny run with onnxruntime's arena-shrinkage option
+frees it, and two short syntheses (``keep_chars`` / 2 and ``keep_chars`` characters)
+grow it back to what a first sentence needs, so the next reply's first audio finds its
+buffers as before (measured by page faults: ``docs/runtime.md``).
 """
 
 from __future__ import annotations
@@ -28,6 +38,12 @@ from edgevoice.audio.tts import TtsAudio, TtsEngine, TtsError, WordEnds, proport
 from edgevoice.errors import require
 
 _LOGGER = logging.getLogger(__name__)
+
+# Re-grows the arena after a release: as long as a first sentence may be (the splitter's
+# max_first_chars), cut to ``keep_chars``.
+_REWARM_TEXT = ("Sure, here is what I found for you, and I will read it out now, "
+                "one sentence after the other, so please listen closely.")
+_SHRINK = "memory.enable_memory_arena_shrinkage"
 
 
 def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str | Path | None = None) -> Any:
@@ -56,7 +72,26 @@ def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str 
         )
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         raise TtsError(f"cannot load piper voice {model}: {err}; fetch it again") from err
-    return piper.PiperVoice(session=session, config=config)  # type: ignore[attr-defined]
+    return piper.PiperVoice(session=_Session(session, ort), config=config)  # type: ignore[attr-defined]
+
+
+class _Session:
+    """The onnxruntime session as piper calls it (``run(outputs, feeds)``), passing the
+    arena-shrinkage run option while :attr:`shrink` is set."""
+
+    def __init__(self, session: Any, ort: Any) -> None:
+        self.session = session
+        self.shrink = False
+        self._shrink_options = ort.RunOptions()
+        self._shrink_options.add_run_config_entry(_SHRINK, "cpu:0")
+
+    def run(self, output_names: Any, input_feed: Any) -> Any:
+        if self.shrink:
+            return self.session.run(output_names, input_feed, self._shrink_options)
+        return self.session.run(output_names, input_feed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
 
 
 class PiperTts(TtsEngine):
@@ -70,9 +105,12 @@ class PiperTts(TtsEngine):
         length_scale: float = 1.0,
         volume: float = 1.0,
         voice_name: str | None = None,
+        keep_chars: int = 60,
     ) -> None:
         self.model_path = Path(model_path)
         self.voice = load_piper_voice(self.model_path, threads)
+        self.keep_chars = keep_chars
+        self.longest_chars = 0  # the longest chunk since the arena was last sized
         self.native_rate = int(self.voice.config.sample_rate)
         self._voice_name = voice_name or self.model_path.name.removesuffix(".onnx")
         from piper.config import SynthesisConfig
@@ -83,7 +121,31 @@ class PiperTts(TtsEngine):
     def name(self) -> str:
         return self._voice_name
 
+    def release_memory(self) -> bool:
+        """After a chunk longer than ``keep_chars``: shrink onnxruntime's arena and grow
+        it back to a first sentence's size (see the module docstring). Blocking (~one
+        short synthesis); True when it did. Call it when no reply is being spoken."""
+        if self.longest_chars <= self.keep_chars:
+            return False
+        session = self.voice.session
+        session.shrink = True
+        try:
+            for _chunk in self.voice.synthesize("Ok.", self.syn_config):
+                pass
+        finally:
+            session.shrink = False
+        # Half the length, then the whole: measured to leave an arena in which first
+        # sentences up to ``keep_chars`` find their buffers (a few hundred page faults,
+        # as without the release; one synthesis alone left ~10 000 on some sentences).
+        for length in (self.keep_chars // 2, self.keep_chars):
+            for _chunk in self.voice.synthesize(_rewarm_text(length), self.syn_config):
+                pass
+        _LOGGER.debug("piper arena shrunk after a %d-character chunk", self.longest_chars)
+        self.longest_chars = len(_rewarm_text(self.keep_chars))
+        return True
+
     def synthesize(self, text: str) -> TtsAudio:
+        self.longest_chars = max(self.longest_chars, len(text))
         started = time.monotonic()
         native: list[np.ndarray[Any, Any]] = []
         groups: list[tuple[int, list[int]]] = []  # (samples, phonemes per word) per piper chunk
@@ -98,6 +160,12 @@ class PiperTts(TtsEngine):
         pcm = resample(raw, self.native_rate, SAMPLE_RATE)
         word_ends = _word_ends(text, groups, len(pcm) / max(1, len(raw)))
         return TtsAudio(text, pcm, word_ends, started, time.monotonic())
+
+
+def _rewarm_text(length: int) -> str:
+    """The start of the re-warming sentence, at most ``length`` characters, whole words."""
+    text = _REWARM_TEXT[:max(4, length) + 1]
+    return text if len(text) <= length else text.rsplit(" ", 1)[0]
 
 
 def _phonemes_per_word(phonemes: list[str]) -> list[int]:

@@ -43,6 +43,7 @@ from edgevoice.audio.speaker import SegmentProgress, Speaker
 from edgevoice.audio.tts import Synthesizer, TtsAudio, shift_word_ends
 from edgevoice.device.config.schema import TtsConfig
 from edgevoice.device.events import EventBus, EventType
+from edgevoice.device.memory import release_memory
 from edgevoice.errors import EdgeVoiceError
 
 _LOGGER = logging.getLogger(__name__)
@@ -215,6 +216,9 @@ class ReplySpeaker:
         finally:
             await _stop_task(reader)
             self._active.pop(utterance_id, None)
+            # Memory: shrink what a long chunk grew in the TTS engine, on its worker after
+            # the reply (docs/runtime.md "Memory"); the next reply's first audio is not slower.
+            self.synthesizer.release_memory(then=release_memory)
         if error is not None:
             failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(
                 f"the reply could not be spoken: {error}")
@@ -348,7 +352,8 @@ def build_synthesizer(tts: TtsConfig, models_dir: str | None = None) -> Synthesi
 
     location = resolve_model(tts.voice, ModelKind.TTS, models_dir or None)
     engine = PiperTts(location.path, threads=tts.threads, length_scale=tts.length_scale,
-                      volume=tts.volume, voice_name=location.name)
+                      volume=tts.volume, voice_name=location.name,
+                      keep_chars=tts.max_first_sentence_chars)
     return Synthesizer(engine, max_chunk_chars=tts.max_chunk_chars)
 
 
