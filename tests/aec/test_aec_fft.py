@@ -8,14 +8,18 @@ import pytest
 from edgevoice.audio.aec import fft
 
 
+@pytest.mark.parametrize("single", [False, True])
 @pytest.mark.parametrize("shape", [(320,), (3, 320), (2, 4096), (4, 321)])
-def test_helpers_match_numpy_bit_for_bit(shape: tuple[int, ...]) -> None:
+def test_helpers_match_numpy_bit_for_bit(shape: tuple[int, ...], single: bool) -> None:
     rng = np.random.default_rng(sum(shape))
-    a = rng.standard_normal(shape)
+    a = rng.standard_normal(shape).astype(np.float32 if single else np.float64)
     spec = fft.rfft(a)
+    assert spec.dtype == (np.complex64 if single else np.complex128)
     assert np.array_equal(spec, np.fft.rfft(a, axis=-1))
     if shape[-1] % 2 == 0:  # irfft gives even lengths
-        assert np.array_equal(fft.irfft(spec), np.fft.irfft(spec, axis=-1))
+        back = fft.irfft(spec)
+        assert back.dtype == a.dtype
+        assert np.array_equal(back, np.fft.irfft(spec, axis=-1))
     # rows of a batch are the same as one at a time (the engine batches its FFTs)
     if len(shape) == 2:
         assert all(np.array_equal(spec[i], fft.rfft(a[i])) for i in range(shape[0]))
