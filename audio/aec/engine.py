@@ -151,7 +151,9 @@ class EdgevoiceCanceller(EchoCanceller):
         self._smooth[1] = 1e-9
         self._m = self._smooth[0]
         self._pe_s = self._smooth[1]
-        self._power = np.full(_F, 1e-6, dtype=_REAL)
+        self._power_sum = 1e-6 * _F  # the reference power, smoothed over periods, summed over bins
+        self._row_sums = [0.0] * k  # each history row's total power; the newest at _row_at
+        self._row_at = 0
         self._delta = 1e-4 * _M
         self._constrain_at = 0
         self._residual_lin = np.zeros(_F, dtype=_REAL)
@@ -222,11 +224,15 @@ class EdgevoiceCanceller(EchoCanceller):
         p0 = np.square(X[0].real)
         p0 += np.square(X[0].imag)
         pxk = self._ph.push(p0)
-        power = self._power
-        power *= 0.9
-        power += 0.1 * p0
-        self._delta = 1e-4 * _M + 0.01 * float(power.sum()) / _F
-        self._far_active = far = float(pxk.sum()) > self._far_threshold
+        # the reference power: its smoothed total sets the regularisation, the total over
+        # the filter's reach says whether the far end is active (per-row sums kept in
+        # step with the history, so neither needs a pass over the arrays)
+        p0_sum = float(p0.sum())
+        self._power_sum = 0.9 * self._power_sum + 0.1 * p0_sum
+        self._delta = 1e-4 * _M + 0.01 * self._power_sum / _F
+        at = self._row_at = (self._row_at - 1) % self._k
+        self._row_sums[at] = p0_sum
+        self._far_active = far = sum(self._row_sums) > self._far_threshold
 
         # echo estimates of both filters: one inverse FFT
         wx = self._WX
@@ -281,7 +287,7 @@ class EdgevoiceCanceller(EchoCanceller):
         output is bit for bit the same."""
         self._flush_constrained()
         self._periods += 1
-        self._power *= 0.9
+        self._power_sum *= 0.9
         self._far_active = False
         self._residual_lin *= 0.5
         frame = self._frame
@@ -319,7 +325,9 @@ class EdgevoiceCanceller(EchoCanceller):
     def _rebuild_history(self) -> None:
         frames = np.stack([self._aligned(k, _M) for k in range(self._k)])
         X = self._xh.assign(rfft(frames))
-        self._ph.assign(X.real ** 2 + X.imag ** 2)
+        pxk = self._ph.assign(X.real ** 2 + X.imag ** 2)
+        self._row_sums = [float(v) for v in pxk.sum(axis=1)]
+        self._row_at = 0
         self._xbuf[_N:] = self._aligned(0, _N)
 
     def _follow_drift(self) -> None:
