@@ -3,17 +3,22 @@
     .venv/bin/python bench/aec/bench.py            # quick: 3 rooms + the worst case
     .venv/bin/python bench/aec/bench.py --full     # 10 rooms + 3 worst cases
     .venv/bin/python bench/aec/bench.py --engines edgevoice,speex
+    .venv/bin/python bench/aec/bench.py --engines edgevoice,edgevoice@HEAD~3   # before/after
 
 Needs ``edgevoice[bench]`` (pyroomacoustics), the piper voice and espeak-ng. Each engine
 runs in a child process (``run_engine.py``), blind (no delay hint). Scores: echo removed
 where the far end alone is active after the first 2 s; the same 3-5 s after the echo
 path changed; near-end loss in double talk and with the near end alone, against the
-engine's own output on the near end alone; CPU ms per second of audio; added latency.
+engine's own output on the near end alone; CPU ms per second of audio (process CPU time
+of the child, so other jobs on the machine inflate it less than wall time, though they
+still do: report the load average beside it); added latency. ``edgevoice@REV`` runs the
+edgevoice engine as it was at git revision REV.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -103,7 +108,8 @@ def main() -> None:
             cells.append(f"{value:.1f}" if key not in ("dt_loss", "na_loss") else f"{value:.2f}")
         print(f"| {label} | " + " | ".join(cells) + " |")
     print(f"\n{len(plan)} scenarios ({rooms} random rooms, {worst} worst case), 20 s each, 16 kHz, "
-          "10 ms periods, engines not told the delay.")
+          "10 ms periods, engines not told the delay. Load average at the end: "
+          + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 
     python bench/aec/run_engine.py ENGINE IN.npz OUT.npz
 
+ENGINE is a name for ``create_canceller`` or ``edgevoice@REV``: the edgevoice engine as
+it was at git revision REV (its ``audio/aec`` modules loaded from git into this child
+process), to compare a change against its predecessor in the same run.
 IN holds int16 ``mic``, ``near_only`` and ``reference``; OUT gets ``out`` (the full mic),
 ``out_near`` (the near end alone, reference silent), ``cpu_s`` and ``delay_ms``.
 Ends with ``os._exit`` so native runtimes cannot abort the interpreter's teardown.
@@ -10,25 +13,61 @@ Ends with ``os._exit`` so native runtimes cannot abort the interpreter's teardow
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+import types
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+_ROOT = Path(__file__).resolve().parents[2]
+_REV_MODULES = ("ring", "fft", "delay", "engine")  # in import order
 
-def main() -> None:
+
+def _engine_at(rev: str) -> Any:
+    """The edgevoice canceller class from git revision ``rev``: each ``audio/aec`` module
+    that exists there replaces the installed one in this process."""
+    engine = None
+    for name in _REV_MODULES:
+        proc = subprocess.run(["git", "-C", str(_ROOT), "show", f"{rev}:audio/aec/{name}.py"],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            continue  # the module did not exist yet
+        full = f"edgevoice.audio.aec.{name}"
+        module = types.ModuleType(full)
+        module.__file__ = f"{rev}:audio/aec/{name}.py"
+        sys.modules[full] = module
+        exec(compile(proc.stdout, module.__file__, "exec"), module.__dict__)  # our own code at REV
+        engine = module
+    if engine is None:
+        raise SystemExit(f"no audio/aec/engine.py at {rev}")
+    return engine.EdgevoiceCanceller
+
+
+def _create(engine: str) -> Any:
     from edgevoice.audio.aec import create_canceller
 
+    if "@" in engine:
+        name, rev = engine.split("@", 1)
+        if name != "edgevoice":
+            raise SystemExit(f"only the edgevoice engine can be loaded from git, not {name!r}")
+        return _engine_at(rev)()
+    return create_canceller(engine)
+
+
+def main() -> None:
     engine, src, dst = sys.argv[1:4]
     data = np.load(src)
     mic, near, ref = data["mic"], data["near_only"], data["reference"]
-    aec = create_canceller(engine)
+    aec = _create(engine)
     t0 = time.process_time()
     out = aec.process_signal(mic, ref)
     cpu = time.process_time() - t0
     delay = aec.stats.delay_ms
     aec.close()
-    near_aec = create_canceller(engine)
+    near_aec = _create(engine)
     out_near = near_aec.process_signal(near, np.zeros_like(ref))
     near_aec.close()
     np.savez(dst, out=out, out_near=out_near, cpu_s=cpu,
