@@ -6,11 +6,18 @@ An engine (:class:`VadEngine`) scores fixed windows of 16 kHz int16 audio: Siler
 turns each probability into speech / not speech: speech begins when the probability
 reaches ``threshold`` and lasts until it falls below ``release_threshold``, so a
 probability hovering around one value does not flap.
+
+A :class:`QuietGate` spares the model on a quiet room: while :attr:`VoiceActivity.economy`
+is on (the runtime sets it while nothing is going on), a window no louder than the room's
+noise floor plus ``open_db`` is not scored (probability 0); the model wakes for the first
+window that is, hears the two windows before it again, and stays on for a hangover.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,14 +88,67 @@ class SpeechGate:
         self.speech = False
 
 
+def window_level_dbfs(window: Pcm) -> float:
+    data = window.astype(np.float64)
+    power = float(np.dot(data, data)) / max(1, len(data)) / (32768.0 * 32768.0)
+    return 10.0 * math.log10(power) if power > 0 else -120.0
+
+
+class QuietGate:
+    """Whether the VAD model must score a window. Pure.
+
+    The noise floor follows the level down at once and up by ``rise_db_per_s``, so a
+    steady hum is learnt and speech, which comes and goes, is not. A window at least
+    ``open_db`` above the floor opens the gate for ``hangover_windows``; speech the model
+    hears keeps it open.
+    """
+
+    def __init__(self, open_db: float = 6.0, *, hangover_windows: int = 30, rise_db_per_s: float = 1.0,
+                 window_s: float = 0.032) -> None:
+        if open_db <= 0:
+            raise ValueError(f"open_db must be above 0, not {open_db}")
+        self.open_db = open_db
+        self.hangover_windows = hangover_windows
+        self.rise_per_window = rise_db_per_s * window_s
+        self.floor: float | None = None
+        self._hold = hangover_windows  # let the model settle on a new stream
+
+    def score(self, level_dbfs: float) -> bool:
+        """Feed one window's level; True when the model must score it."""
+        if self.floor is None or level_dbfs < self.floor:
+            self.floor = level_dbfs
+        else:
+            self.floor = min(level_dbfs, self.floor + self.rise_per_window)
+        if level_dbfs >= self.floor + self.open_db:
+            self._hold = self.hangover_windows
+        elif self._hold > 0:
+            self._hold -= 1
+        return self._hold > 0
+
+    def keep_open(self) -> None:
+        self._hold = self.hangover_windows
+
+    def reset(self) -> None:
+        self.floor = None
+        self._hold = self.hangover_windows
+
+
 class VoiceActivity:
     """Frames of any length in, scored windows out, on the audio clock (samples fed so far)."""
 
-    def __init__(self, engine: VadEngine, threshold: float = 0.5, release_threshold: float = 0.35) -> None:
+    CONTEXT_WINDOWS = 2  # what the model hears again when the quiet gate wakes it
+
+    def __init__(self, engine: VadEngine, threshold: float = 0.5, release_threshold: float = 0.35,
+                 quiet: QuietGate | None = None) -> None:
         self.engine = engine
         self.gate = SpeechGate(threshold, release_threshold)
+        self.quiet = quiet
+        self.economy = False  # let the quiet gate skip the model (set while nothing goes on)
+        self.skipped = 0  # windows not scored, for telemetry and tests
         self._pending = np.zeros(0, dtype=np.int16)
         self._next_start = 0  # audio-clock sample of the first pending sample
+        self._context: deque[Pcm] = deque(maxlen=self.CONTEXT_WINDOWS)
+        self._asleep = False
 
     @property
     def samples_seen(self) -> int:
@@ -101,16 +161,42 @@ class VoiceActivity:
         offset = 0
         while offset + size <= len(data):
             window = np.ascontiguousarray(data[offset:offset + size], dtype=np.int16)
-            prob = self.engine.probability(window)
-            windows.append(VadWindow(self._next_start, window, prob, self.gate.update(prob)))
+            prob = self._score(window)
+            speech = self.gate.update(prob)
+            if speech and self.quiet is not None:
+                self.quiet.keep_open()
+            windows.append(VadWindow(self._next_start, window, prob, speech))
             self._next_start += size
             offset += size
         self._pending = np.array(data[offset:], dtype=np.int16)
         return windows
 
+    def _score(self, window: Pcm) -> float:
+        quiet = self.quiet
+        if quiet is None:
+            return self.engine.probability(window)
+        wanted = quiet.score(window_level_dbfs(window)) or not self.economy
+        if not wanted:
+            self._asleep = True
+            self._context.append(window)
+            self.skipped += 1
+            return 0.0
+        if self._asleep:
+            # Waking: the model's state is from long ago; let it hear what came just before.
+            self._asleep = False
+            self.engine.reset()
+            for before in self._context:
+                self.engine.probability(before)
+            self._context.clear()
+        return self.engine.probability(window)
+
     def reset(self) -> None:
         """Start a new stream: engine state, gate and clock go back to zero."""
         self.engine.reset()
         self.gate.reset()
+        if self.quiet is not None:
+            self.quiet.reset()
+        self._context.clear()
+        self._asleep = False
         self._pending = np.zeros(0, dtype=np.int16)
         self._next_start = 0

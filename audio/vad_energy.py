@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from edgevoice.audio.frames import Pcm
-from edgevoice.audio.vad import VadEngine
+from edgevoice.audio.vad import VadEngine, window_level_dbfs
 
 
 class EnergyVad(VadEngine):
@@ -40,9 +38,7 @@ class EnergyVad(VadEngine):
         self.floor = initial_floor_dbfs
 
     def probability(self, window: Pcm) -> float:
-        data = window.astype(np.float64)
-        power = float(np.dot(data, data)) / max(1, len(data))
-        level = 10.0 * math.log10(power / (32768.0 * 32768.0)) if power > 0 else -120.0
+        level = window_level_dbfs(window)
         if level < self.floor:
             self.floor = level
         else:

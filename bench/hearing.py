@@ -29,7 +29,7 @@ from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.asr_vosk import VoskEngine
 from edgevoice.audio.endpoint import Endpointer, EndpointSettings, SpeechStart, TurnEnd
 from edgevoice.audio.listener import FinalTranscript, Listener, SpeechStopped
-from edgevoice.audio.vad import VoiceActivity
+from edgevoice.audio.vad import QuietGate, VoiceActivity
 from edgevoice.audio.vad_energy import EnergyVad
 from edgevoice.audio.vad_silero import SileroVad
 from edgevoice.audio.wakeword import WakeWordDetector
@@ -204,6 +204,7 @@ def main() -> int:
     silero = VoiceActivity(SileroVad(silero_path))
     ours_s, raw_s = pair(lambda: (silero.reset(), ours_vad(silero, audio)),
                          lambda: raw_silero(silero_path, audio), reps)
+    raw_s_silero = raw_s
     lines.append(row("Silero VAD + endpointer, CPU per s of audio", ours_s * 1000 / seconds,
                      raw_s * 1000 / seconds))
     energy = VoiceActivity(EnergyVad())
@@ -249,6 +250,27 @@ def main() -> int:
     lines.append(row("reported end of speech - true end", statistics.median(release), None, "ms"))
     lines.append(row("end of turn after true end (end_silence 600 ms)", statistics.median(end_turn),
                      None, "ms"))
+
+    # The idle quiet gate (the daemon's economy while nobody talks): the model wakes on a rise.
+    def gated_vad() -> VoiceActivity:
+        gated = VoiceActivity(SileroVad(silero_path), quiet=QuietGate(6.0))
+        gated.economy = True
+        return gated
+
+    lines.append(row("Silero behind the idle quiet gate, CPU per s of audio",
+                     cpu(lambda: ours_vad(gated_vad(), audio), reps) * 1000 / seconds,
+                     raw_s_silero * 1000 / seconds))
+    gated = gated_vad()
+    endpointer = Endpointer(EndpointSettings(end_silence_ms=600))
+    gated_starts: list[SpeechStart] = []
+    for frame in frames(audio):
+        for window in gated.process(frame):
+            gated_starts.extend(e for e in endpointer.push(window.pcm, window.speech).events
+                                if isinstance(e, SpeechStart))
+    gated_confirm = [(s.detected_s - on) * 1000 for s, (on, _) in zip(gated_starts, spans, strict=False)]
+    lines.append(row(f"speech start confirmed behind the quiet gate ({len(gated_starts)}/{len(spans)} turns; "
+                     f"{gated.skipped} of {len(audio) // 512} windows not scored)",
+                     statistics.median(gated_confirm), None, "ms"))
 
     # Streaming ASR: vosk (Korean model, espeak-ng Korean) and pocketsphinx (piper English).
     ko_turns = []

@@ -13,7 +13,7 @@ from pathlib import Path
 from edgevoice.audio.asr import AsrEngine
 from edgevoice.audio.endpoint import EndpointSettings
 from edgevoice.audio.listener import ButtonMode, Listener, ListenMode
-from edgevoice.audio.vad import VadEngine, VoiceActivity
+from edgevoice.audio.vad import QuietGate, VadEngine, VoiceActivity
 from edgevoice.audio.wakeword import WakeWordDetector
 from edgevoice.device.config import Config, ConfigError
 from edgevoice.device.config.loader import ConfigProblem
@@ -58,7 +58,9 @@ def build_vad(vad: VadConfig, models_dir: str | Path | None = None) -> VoiceActi
         from edgevoice.audio.vad_silero import SileroVad
 
         engine = SileroVad(resolve_model(vad.model, ModelKind.VAD, models_dir).path)
-    return VoiceActivity(engine, vad.threshold, vad.release_threshold)
+    # The energy engine is as cheap as the gate itself: nothing to spare.
+    quiet = QuietGate(vad.idle_gate_db) if vad.idle_gate_db > 0 and vad.engine != "energy" else None
+    return VoiceActivity(engine, vad.threshold, vad.release_threshold, quiet)
 
 
 def endpoint_settings(endpoint: EndpointConfig) -> EndpointSettings:

@@ -182,13 +182,14 @@ class Conversation:
 
         try:
             while not stop.is_set():
-                frames = duplex.take(0.5, at_least=1 if self._engaged() else IDLE_BATCH_PERIODS)
+                engaged = self._engaged()
+                frames = duplex.take(0.5, at_least=1 if engaged else IDLE_BATCH_PERIODS)
                 if frames is None:
                     break
                 for frame in frames:
                     self.clock.tick()
                     try:
-                        result = self.front.process(frame, in_reply=self._in_reply)
+                        result = self.front.process(frame, in_reply=self._in_reply, idle=not engaged)
                     except Exception:
                         loop.call_soon_threadsafe(self._frame_failed, frame.index, traceback.format_exc())
                         continue

@@ -35,7 +35,7 @@ class WindowRecorder(VoiceActivity):
     detector sees the same probabilities the endpointer used (the VAD runs once)."""
 
     def __init__(self, inner: VoiceActivity) -> None:
-        super().__init__(inner.engine, inner.gate.threshold, inner.gate.release_threshold)
+        super().__init__(inner.engine, inner.gate.threshold, inner.gate.release_threshold, inner.quiet)
         self.recent: list[VadWindow] = []
 
     def process(self, pcm: Pcm) -> list[VadWindow]:
@@ -91,9 +91,11 @@ class FrontEnd:
         with self._lock:
             self._controls.append(action)
 
-    def process(self, frame: DuplexFrame, *, in_reply: bool = False) -> FrontResult:
+    def process(self, frame: DuplexFrame, *, in_reply: bool = False, idle: bool = False) -> FrontResult:
         """One frame through the canceller and the listener; while a reply is in flight
-        (``in_reply``) the barge-in detector sees the VAD windows and the partial words."""
+        (``in_reply``) the barge-in detector sees the VAD windows and the partial words.
+        ``idle`` (nobody talking, nothing playing) lets the VAD skip a quiet room."""
+        self._recorder.economy = idle
         events: list[HearingEvent] = []
         with self._lock:
             controls = list(self._controls)

@@ -7,7 +7,7 @@ import pytest
 from support.hearing_audio import frames, noise, piper_speech, place, rms_dbfs
 
 from edgevoice.audio.endpoint import Endpointer, EndpointSettings, EndReason, SpeechStart, TurnEnd
-from edgevoice.audio.vad import SpeechGate, VoiceActivity
+from edgevoice.audio.vad import QuietGate, SpeechGate, VoiceActivity
 from edgevoice.audio.vad_energy import EnergyVad
 from edgevoice.audio.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model
@@ -113,3 +113,53 @@ def test_energy_vad_finds_speech_in_quiet_noise() -> None:
     assert abs(starts[0].start_s - onset) <= 0.100
     assert ends[0].detected_s - offset <= (END_SILENCE_MS + 150) / 1000
     assert run(VoiceActivity(EnergyVad()), noise(10.0, -60.0, seed=8), EndpointSettings()) == []
+
+
+def test_quiet_gate_learns_a_steady_floor_and_opens_on_a_rise() -> None:
+    gate = QuietGate(6.0, hangover_windows=3, rise_db_per_s=1.0)
+    # a new stream: the model scores while the gate learns the room
+    assert [gate.score(-60.0) for _ in range(4)] == [True, True, False, False]
+    assert gate.floor == -60.0
+    assert gate.score(-57.0) is False  # 3 dB above the floor: the same room
+    assert gate.score(-52.0) is True  # 8 dB: something happened
+    assert [gate.score(-60.0) for _ in range(3)] == [True, True, False]  # the hangover
+    gate.keep_open()  # the model heard speech: keep listening
+    assert gate.score(-60.0) is True
+    # a hum that comes on is learnt at 1 dB/s: it opens the gate, then the floor catches up
+    opened = [gate.score(-45.0) for _ in range(1000)]
+    assert opened[0] and not opened[-1]
+    assert gate.floor == pytest.approx(-45.0)
+    with pytest.raises(ValueError, match="open_db"):
+        QuietGate(0.0)
+
+
+@pytest.mark.parametrize("snr_db", [60.0, 30.0])
+def test_the_quiet_gate_spares_the_model_and_finds_the_same_turn(silero_path: str, snr_db: float) -> None:
+    speech = piper_speech(SENTENCES[0])
+    scene = place([(4.0, speech)], 4.0 + len(speech) / 16000 + 3.0, snr_db=snr_db, seed=7)
+    plain = VoiceActivity(SileroVad(silero_path))
+    gated = VoiceActivity(SileroVad(silero_path), quiet=QuietGate(6.0))
+    gated.economy = True
+    settings = EndpointSettings(end_silence_ms=END_SILENCE_MS)
+    expected, found = run(plain, scene.audio, settings), run(gated, scene.audio, settings)
+    assert [type(e) for e in found] == [SpeechStart, TurnEnd] == [type(e) for e in expected]
+    assert abs(found[0].start_s - expected[0].start_s) <= 0.032 + 1e-9  # at most one window later
+    assert isinstance(found[1], TurnEnd) and isinstance(expected[1], TurnEnd)
+    assert abs(found[1].detected_s - expected[1].detected_s) <= 0.064 + 1e-9
+    windows = len(scene.audio) // 512
+    speech_windows = len(speech) // 512
+    # the silent 4 s before and 3 s after (minus a settling second and the hangovers) went unscored
+    assert gated.skipped >= (windows - speech_windows) * 0.6, (gated.skipped, windows)
+    assert plain.skipped == 0
+
+
+def test_without_economy_the_quiet_gate_scores_everything(silero_path: str) -> None:
+    vad = VoiceActivity(SileroVad(silero_path), quiet=QuietGate(6.0))
+    quiet_room = noise(3.0, -60.0, seed=2)
+    for frame in frames(quiet_room):
+        vad.process(frame)
+    assert vad.skipped == 0
+    vad.economy = True
+    for frame in frames(quiet_room):
+        vad.process(frame)
+    assert vad.skipped > 80  # of 93 windows

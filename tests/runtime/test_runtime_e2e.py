@@ -175,10 +175,10 @@ async def test_a_failing_frame_is_reported_and_the_device_keeps_listening(
     class FlakyFrontEnd(FrontEnd):
         """The real front end, but frame 50 blows up as an engine bug would."""
 
-        def process(self, frame: DuplexFrame, *, in_reply: bool = False) -> FrontResult:
+        def process(self, frame: DuplexFrame, *, in_reply: bool = False, idle: bool = False) -> FrontResult:
             if frame.index == 50:
                 raise RuntimeError("simulated engine failure")
-            return super().process(frame, in_reply=in_reply)
+            return super().process(frame, in_reply=in_reply, idle=idle)
 
     real_build = daemon_module.build_front_end
 

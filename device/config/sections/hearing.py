@@ -30,6 +30,11 @@ class VadConfig:
         12.0, "Energy engine: how far above the noise floor counts as speech.",
         minimum=0.0, maximum=60.0,
     )
+    idle_gate_db: float = setting(
+        6.0, "Silero engine, while nobody talks and nothing plays: score only audio this far "
+        "above the room's noise floor (and the second after it), so a quiet room costs "
+        "almost nothing. 0: score everything.", minimum=0.0, maximum=40.0,
+    )
 
 
 @dataclass(frozen=True, slots=True)

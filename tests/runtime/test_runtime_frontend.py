@@ -1,0 +1,40 @@
+"""The front end as the daemon builds it (real canceller, real Silero): idle economy."""
+
+from __future__ import annotations
+
+import numpy as np
+from support.hearing_audio import frames, noise, piper_speech
+
+from edgevoice.audio.frames import DuplexFrame, Pcm
+from edgevoice.audio.listener import SpeechStarted
+from edgevoice.device.config.loader import build_config
+from edgevoice.device.runtime.daemon import build_front_end
+from edgevoice.device.runtime.frontend import FrontEnd
+
+
+def feed(front: FrontEnd, pcm: Pcm, *, idle: bool, start: int = 0) -> list[object]:
+    silent = np.zeros(160, np.int16)
+    events: list[object] = []
+    whole = pcm[: len(pcm) // 160 * 160]  # the canceller takes whole 10 ms periods
+    for index, mic in enumerate(frames(whole), start):
+        events.extend(front.process(DuplexFrame(index, mic, silent), idle=idle).events)
+    return events
+
+
+def test_an_idle_front_end_skips_the_quiet_room_and_still_hears_speech() -> None:
+    config = build_config([("test", {"asr": {"engine": "pocketsphinx"}})])
+    front = build_front_end(config)
+    vad = front.listener.vad
+    room = noise(3.0, -62.0, seed=1)
+    assert feed(front, room, idle=False) == []
+    assert vad.skipped == 0  # in a conversation every window is scored
+    assert feed(front, room, idle=True, start=300) == []
+    assert vad.skipped > 80  # of 93 windows: the quiet room costs almost nothing
+    speech = piper_speech("What time is it?")
+    scene = np.concatenate([speech, noise(1.0, -62.0, seed=2)])
+    scene[: len(speech)] += room[: len(speech)]
+    events = feed(front, scene, idle=True, start=600)
+    started = [e for e in events if isinstance(e, SpeechStarted)]
+    assert len(started) == 1
+    assert abs(started[0].t - 6.0) <= 0.15  # speech began at 6.0 s of the stream
+    front.close()
