@@ -111,6 +111,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._ph = RowHistory(self._k, _F, _REAL)  # their powers
         # scratch arrays, reused every period (no allocation in the hot path)
         self._tmp_c = np.empty((self._k, _F), dtype=_CPLX)
+        self._conj_x = np.empty((self._k, _F), dtype=_CPLX)
         self._tmp_r = np.empty((self._k, _F), dtype=_REAL)
         self._mu_c = np.zeros((self._k, _F), dtype=_CPLX)
         self._tmp_f = np.empty(_F, dtype=_REAL)
@@ -221,8 +222,8 @@ class EdgevoiceCanceller(EchoCanceller):
             spectra = rfft(self._x_in)
             X = self._xh.push(spectra[0])
             self._store_constrained(spectra[1:])
-        p0 = np.square(X[0].real)
-        p0 += np.square(X[0].imag)
+        p0 = np.abs(X[0])
+        p0 *= p0
         pxk = self._ph.push(p0)
         # the reference power: its smoothed total sets the regularisation, the total over
         # the filter's reach says whether the far end is active (per-row sums kept in
@@ -267,11 +268,11 @@ class EdgevoiceCanceller(EchoCanceller):
             return self._finish_alone(d, rfft(fft_in[1]))
         # one forward FFT: the main error, the suppressor's frame, the shadow error
         spectra = rfft(fft_in)
-        powers = np.square(spectra.real)
-        powers += np.square(spectra.imag)
+        powers = np.abs(spectra)
+        powers *= powers
         smooth = self._smooth  # the Kalman filter's and the suppressor's error powers
+        smooth += powers[:2]
         smooth *= 0.5
-        smooth += 0.5 * powers[:2]
         self._adapt(X, pxk, spectra[0], spectra[2])
         out = self._finish(d, d_energy, spectra[1], powers[1], constrain=True)
         self._apply_choice(take)
@@ -372,8 +373,8 @@ class EdgevoiceCanceller(EchoCanceller):
         # product runs complex by complex, as numpy would after casting mu
         mu_c = self._mu_c
         mu_c.real[...] = mu
-        grad = np.conjugate(X, out=self._tmp_c)
-        np.multiply(mu_c, grad, out=grad)
+        conj_x = np.conjugate(X, out=self._conj_x)  # for the shadow's update too
+        grad = np.multiply(mu_c, conj_x, out=self._tmp_c)
         grad *= E
         self._W += grad
         a2 = self._a2
@@ -387,7 +388,9 @@ class EdgevoiceCanceller(EchoCanceller):
         ks = self._ks
         shadow_power = self._ones_r[:ks] @ pxk[:ks]
         shadow_power += self._delta
-        self._Ws += np.conj(X[:ks]) * (Es * (0.5 / shadow_power))
+        np.divide(0.5, shadow_power, out=shadow_power)
+        step = Es * shadow_power  # 0.5 Es / (power + delta)
+        self._Ws += np.multiply(conj_x[:ks], step, out=grad[:ks])
 
     def _store_constrained(self, spectra: _Complex) -> None:
         """The constrained partitions' spectra (from :meth:`_finish`'s taps) go back
@@ -461,8 +464,8 @@ class EdgevoiceCanceller(EchoCanceller):
 
     def _finish_alone(self, d: _Floats, spectrum: _Complex) -> Pcm:
         """:meth:`_finish` for a period without filter update (the far end inactive)."""
-        pe = np.square(spectrum.real)
-        pe += np.square(spectrum.imag)
+        pe = np.abs(spectrum)
+        pe *= pe
         pe_s = self._pe_s
         pe_s *= 0.5
         pe_s += 0.5 * pe
