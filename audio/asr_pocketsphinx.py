@@ -138,8 +138,8 @@ class PocketsphinxEngine(AsrEngine):
         self._free_form = False  # whether the decoder has the language model
         self._grammar: tuple[str, ...] = ()
         self._session: _PocketsphinxSession | None = None
+        self._frame_s = 0.01
         self.set_grammar(grammar)
-        self._frame_s = 1.0 / int(self._decoder.config["frate"])
 
     @property
     def free_form_loaded(self) -> bool:
@@ -160,6 +160,7 @@ class PocketsphinxEngine(AsrEngine):
         finally:
             os.unlink(dictionary)
         self._free_form = free_form
+        self._frame_s = 1.0 / int(self._decoder.config["frate"])
         _LOGGER.debug("pocketsphinx decoder: %s, %d dictionary entries",
                       "language model" if free_form else "grammar only", entries)
 

@@ -13,14 +13,14 @@ back to character counts when espeak's words do not line up with the text's
 (numbers, abbreviations read out as several words).
 
 Memory (``docs/runtime.md``, "Memory"): onnxruntime's arena keeps the largest
-synthesis's buffers for reuse, and they grow with the chunk's length (a 150-character
-chunk leaves ~170 MB, more after several). Without the arena every chunk pays for
-fresh pages (first audio ~15% slower). So the arena stays, and
-:meth:`PiperTts.release_memory` (called when a reply is over) shrinks it after a chunk
-longer than ``keep_chars``: one tiny run with onnxruntime's arena-shrinkage option
-frees it, and two short syntheses (``keep_chars`` / 2 and ``keep_chars`` characters)
-grow it back to what a first sentence needs, so the next reply's first audio finds its
-buffers as before (measured by page faults: ``docs/runtime.md``).
+synthesis's buffers for reuse, and they grow with the chunk's length (one 150-character
+chunk leaves ~110 MB, more after several). Without the arena every chunk pays for
+fresh pages (a first piece's CPU +12 %, a long sentence's +40 % measured). So the arena
+stays, and :meth:`PiperTts.release_memory` (called when a reply is over) shrinks it
+after a chunk longer than ``keep_chars``: one tiny run with onnxruntime's
+arena-shrinkage option frees it, and two short syntheses (``keep_chars`` / 2 and
+``keep_chars`` characters) grow it back to what a first piece needs. The next first
+piece still meets a few thousand fresh pages (a few ms of CPU; figures in the docs).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from edgevoice.errors import require
 
 _LOGGER = logging.getLogger(__name__)
 
-# Re-grows the arena after a release: as long as a first sentence may be (the splitter's
-# max_first_chars), cut to ``keep_chars``.
+# Re-grows the arena after a release, cut to ``keep_chars`` (30 by default: the first
+# piece the splitter sends is a clause, cut at its first clause mark or connective).
 _REWARM_TEXT = ("Sure, here is what I found for you, and I will read it out now, "
                 "one sentence after the other, so please listen closely.")
 _SHRINK = "memory.enable_memory_arena_shrinkage"
@@ -105,7 +105,7 @@ class PiperTts(TtsEngine):
         length_scale: float = 1.0,
         volume: float = 1.0,
         voice_name: str | None = None,
-        keep_chars: int = 60,
+        keep_chars: int = 30,
     ) -> None:
         self.model_path = Path(model_path)
         self.voice = load_piper_voice(self.model_path, threads)
@@ -123,8 +123,8 @@ class PiperTts(TtsEngine):
 
     def release_memory(self) -> bool:
         """After a chunk longer than ``keep_chars``: shrink onnxruntime's arena and grow
-        it back to a first sentence's size (see the module docstring). Blocking (~one
-        short synthesis); True when it did. Call it when no reply is being spoken."""
+        it back to a first piece's size (see the module docstring). Blocking (~two short
+        syntheses); True when it did. Call it when no reply is being spoken."""
         if self.longest_chars <= self.keep_chars:
             return False
         session = self.voice.session
@@ -135,8 +135,8 @@ class PiperTts(TtsEngine):
         finally:
             session.shrink = False
         # Half the length, then the whole: measured to leave an arena in which first
-        # sentences up to ``keep_chars`` find their buffers (a few hundred page faults,
-        # as without the release; one synthesis alone left ~10 000 on some sentences).
+        # pieces find most of their buffers (2 000-6 000 page faults; one synthesis
+        # alone left ~10 000 on some sentences).
         for length in (self.keep_chars // 2, self.keep_chars):
             for _chunk in self.voice.synthesize(_rewarm_text(length), self.syn_config):
                 pass

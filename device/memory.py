@@ -4,7 +4,8 @@ Loading piper, Silero and the ASR frees a lot of temporary memory (model bytes p
 into tensors, onnxruntime's graph optimisation, the first synthesis's buffers); glibc
 keeps it in its heaps, where it still counts as the daemon's resident memory.
 :func:`release_memory` asks glibc to return it (``malloc_trim(0)``); the daemon calls
-it once after its warm-up. Figures: ``docs/runtime.md`` ("Memory").
+it once after its warm-up, and the reply speaker after a reply whose long chunk grew
+piper's arena (once the arena has shrunk). Figures: ``docs/runtime.md`` ("Memory").
 
 Elsewhere (macOS, musl, Windows) there is no ``malloc_trim`` and the call does nothing.
 """

@@ -352,8 +352,7 @@ def build_synthesizer(tts: TtsConfig, models_dir: str | None = None) -> Synthesi
 
     location = resolve_model(tts.voice, ModelKind.TTS, models_dir or None)
     engine = PiperTts(location.path, threads=tts.threads, length_scale=tts.length_scale,
-                      volume=tts.volume, voice_name=location.name,
-                      keep_chars=tts.max_first_sentence_chars)
+                      volume=tts.volume, voice_name=location.name)
     return Synthesizer(engine, max_chunk_chars=tts.max_chunk_chars)
 
 

@@ -145,7 +145,7 @@ class Daemon(DeviceActions):
         # cost lands on the first turn.
         await asyncio.to_thread(_warm_up, synthesizer, front)
         # Memory: give the heap freed while loading and warming the engines back to the OS
-        # (malloc_trim, ~-22 MB; see device/memory.py and docs/runtime.md "Memory").
+        # (malloc_trim, ~-25 MB; see device/memory.py and docs/runtime.md "Memory").
         from edgevoice.device.memory import release_memory
 
         await asyncio.to_thread(release_memory)

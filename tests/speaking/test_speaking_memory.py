@@ -35,7 +35,7 @@ def test_piper_arena_shrinks_after_a_long_chunk_and_stays_ready_for_a_first_sent
     shrunk = resident_mb()
     assert grown is not None and shrunk is not None
     assert grown - shrunk > 50.0, f"the arena gave back only {grown - shrunk:.0f} MB"
-    assert engine.longest_chars <= 60
+    assert engine.longest_chars <= 60  # the re-warming sentence
     assert engine.voice.session.shrink is False  # later runs keep their buffers again
     assert engine.release_memory() is False
     audio = engine.synthesize("Sure, the forecast looks good for tomorrow.")
