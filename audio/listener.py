@@ -209,12 +209,14 @@ class Listener:
             self._update_auto_start()
 
     # --- audio in --------------------------------------------------------------------
-    def process(self, pcm: Pcm) -> list[HearingEvent]:
-        """One frame of 16 kHz int16 audio (any length)."""
+    def process(self, pcm: Pcm, heard: Pcm | None = None) -> list[HearingEvent]:
+        """One frame of 16 kHz int16 audio (any length). The VAD and the wake word judge
+        ``pcm``; turns (and so the recognizer) get ``heard`` when given: the echo
+        canceller's linear output, which keeps a talker's first word in double talk."""
         events: list[HearingEvent] = []
-        for window in self.vad.process(pcm):
+        for window in self.vad.process(pcm, heard):
             self._update_auto_start()
-            self._handle(self.endpointer.push(window.pcm, window.speech), events)
+            self._handle(self.endpointer.push(window.turn_audio, window.speech), events)
         if self.wakeword is not None:
             for detection in self.wakeword.process(pcm):
                 if not self._enabled or self.endpointer.in_turn:

@@ -47,12 +47,22 @@ class VadEngine(ABC):
 
 @dataclass(frozen=True, slots=True)
 class VadWindow:
-    """One scored window: where it sits on the audio clock, its samples and the verdict."""
+    """One scored window: where it sits on the audio clock, its samples and the verdict.
+
+    ``heard`` is the same stretch of a companion signal fed beside the scored one (the
+    echo canceller's linear output, which the recognizer hears better in double talk);
+    :attr:`turn_audio` is what goes into a turn.
+    """
 
     start_sample: int
     pcm: Pcm
     probability: float
     speech: bool
+    heard: Pcm | None = None
+
+    @property
+    def turn_audio(self) -> Pcm:
+        return self.pcm if self.heard is None else self.heard
 
     @property
     def start_s(self) -> float:
@@ -146,6 +156,7 @@ class VoiceActivity:
         self.economy = False  # let the quiet gate skip the model (set while nothing goes on)
         self.skipped = 0  # windows not scored, for telemetry and tests
         self._pending = np.zeros(0, dtype=np.int16)
+        self._pending_heard: Pcm | None = None  # the companion signal's pending samples
         self._next_start = 0  # audio-clock sample of the first pending sample
         self._context: deque[Pcm] = deque(maxlen=self.CONTEXT_WINDOWS)
         self._asleep = False
@@ -154,9 +165,18 @@ class VoiceActivity:
     def samples_seen(self) -> int:
         return self._next_start + len(self._pending)
 
-    def process(self, pcm: Pcm) -> list[VadWindow]:
+    def process(self, pcm: Pcm, heard: Pcm | None = None) -> list[VadWindow]:
+        """Score ``pcm``; ``heard`` (same length, optional) rides along into the windows."""
         size = self.engine.window_samples
         data = np.concatenate((self._pending, pcm)) if len(self._pending) else pcm
+        if heard is not None and len(heard) != len(pcm):
+            raise ValueError(f"the companion signal must match the frame: {len(heard)} != {len(pcm)}")
+        companion: Pcm | None = None
+        if heard is not None or self._pending_heard is not None:
+            # Samples fed without a companion stand in for their own.
+            head = self._pending_heard if self._pending_heard is not None else self._pending
+            tail = heard if heard is not None else pcm
+            companion = np.concatenate((head, tail)) if len(head) else tail
         windows: list[VadWindow] = []
         offset = 0
         while offset + size <= len(data):
@@ -165,10 +185,12 @@ class VoiceActivity:
             speech = self.gate.update(prob)
             if speech and self.quiet is not None:
                 self.quiet.keep_open()
-            windows.append(VadWindow(self._next_start, window, prob, speech))
+            extra = None if companion is None else np.ascontiguousarray(companion[offset:offset + size])
+            windows.append(VadWindow(self._next_start, window, prob, speech, extra))
             self._next_start += size
             offset += size
         self._pending = np.array(data[offset:], dtype=np.int16)
+        self._pending_heard = None if companion is None else np.array(companion[offset:], dtype=np.int16)
         return windows
 
     def _score(self, window: Pcm) -> float:
@@ -199,4 +221,5 @@ class VoiceActivity:
         self._context.clear()
         self._asleep = False
         self._pending = np.zeros(0, dtype=np.int16)
+        self._pending_heard = None
         self._next_start = 0

@@ -76,6 +76,14 @@ class EchoCanceller(abc.ABC):
     def stats(self) -> AecStats:
         """The engine's current view of the echo path."""
 
+    @property
+    def linear(self) -> Pcm | None:
+        """The last period before residual-echo suppression, aligned with what
+        :meth:`process` returned (same latency); None for engines without such a stage.
+        A recognizer hears a talker's first word in it that the suppressor, still
+        holding the echo down in double talk, takes away."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook, most engines hold nothing
         """Release native resources."""
 

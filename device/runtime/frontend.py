@@ -38,8 +38,8 @@ class WindowRecorder(VoiceActivity):
         super().__init__(inner.engine, inner.gate.threshold, inner.gate.release_threshold, inner.quiet)
         self.recent: list[VadWindow] = []
 
-    def process(self, pcm: Pcm) -> list[VadWindow]:
-        windows = super().process(pcm)
+    def process(self, pcm: Pcm, heard: Pcm | None = None) -> list[VadWindow]:
+        windows = super().process(pcm, heard)
         self.recent.extend(windows)
         return windows
 
@@ -102,8 +102,9 @@ class FrontEnd:
             self._controls.clear()
         for action in controls:
             events.extend(action(self.listener))
-        clean = frame.mic if self.canceller is None else self._cancel(frame.mic, frame.reference)
-        events.extend(self.listener.process(clean))
+        clean, linear = ((frame.mic, None) if self.canceller is None
+                         else self._cancel(frame.mic, frame.reference))
+        events.extend(self.listener.process(clean, linear))
         far_end = bool(frame.reference.any())
         windows = tuple(self._recorder.take())
         taken: BargeIn | None = None
@@ -121,14 +122,22 @@ class FrontEnd:
         return FrontResult(frame.index, frame.end_s, tuple(events), windows, frame.mic, far_end,
                            self._stats, taken)
 
-    def _cancel(self, mic: Pcm, reference: Pcm) -> Pcm:
-        """The echo cancellers work in 10 ms periods; a 20 ms duplex period is two."""
-        assert self.canceller is not None
+    def _cancel(self, mic: Pcm, reference: Pcm) -> tuple[Pcm, Pcm | None]:
+        """The canceller's output and, where the engine has one, its linear output (before
+        residual-echo suppression: what the recognizer hears). The cancellers work in
+        10 ms periods; a 20 ms duplex period is two."""
+        canceller = self.canceller
+        assert canceller is not None
         if len(mic) == AEC_PERIOD:
-            return self.canceller.process(mic, reference)
-        parts = [self.canceller.process(mic[i:i + AEC_PERIOD], reference[i:i + AEC_PERIOD])
-                 for i in range(0, len(mic), AEC_PERIOD)]
-        return np.concatenate(parts)
+            return canceller.process(mic, reference), canceller.linear
+        outs: list[Pcm] = []
+        linears: list[Pcm] = []
+        for i in range(0, len(mic), AEC_PERIOD):
+            outs.append(canceller.process(mic[i:i + AEC_PERIOD], reference[i:i + AEC_PERIOD]))
+            linear = canceller.linear
+            if linear is not None:
+                linears.append(linear)
+        return np.concatenate(outs), np.concatenate(linears) if len(linears) == len(outs) else None
 
     def close(self) -> None:
         self.listener.close()

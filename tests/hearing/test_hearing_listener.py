@@ -218,3 +218,22 @@ def test_disabling_mid_turn_discards_it(asr: PocketsphinxEngine) -> None:
     assert kinds(feed(listener, place([(0.3, speech)], 3.0).audio)) == [
         SpeechStarted, SpeechStopped, FinalTranscript
     ]
+
+
+def test_the_recognizer_hears_the_companion_signal_while_the_vad_judges_the_frame(
+    asr: PocketsphinxEngine,
+) -> None:
+    """The VAD decides on one signal (the canceller's output); the turn and its transcript
+    come from the companion (the canceller's linear output)."""
+    speech = piper_speech("turn on the light")
+    judged = place([(0.5, speech)], 0.5 + len(speech) / 16000 + 1.2, snr_db=40.0, seed=2).audio
+    # the companion holds another command at the same moment: the words must be its own
+    other = piper_speech("play some music")
+    heard = place([(0.5, other)], len(judged) / 16000, snr_db=40.0, seed=3).audio
+    listener = Listener(vad(), asr)
+    events = [e for a, b in zip(frames(judged), frames(heard), strict=True) for e in listener.process(a, b)]
+    stopped = [e for e in events if isinstance(e, SpeechStopped)]
+    assert len(stopped) == 1
+    start = round((stopped[0].audio_start) * 16000)
+    assert np.array_equal(stopped[0].audio, heard[start:start + len(stopped[0].audio)])
+    assert [f.text for f in finals(events)] == ["play some music"]

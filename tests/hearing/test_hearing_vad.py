@@ -163,3 +163,26 @@ def test_without_economy_the_quiet_gate_scores_everything(silero_path: str) -> N
     for frame in frames(quiet_room):
         vad.process(frame)
     assert vad.skipped > 80  # of 93 windows
+
+
+def test_a_companion_signal_rides_along_window_by_window() -> None:
+    vad = VoiceActivity(EnergyVad())
+    vad.engine.window_samples = 512  # windows that straddle 100-sample frames (it scores any length)
+    scored = np.arange(3000, dtype=np.int16)
+    heard = (-scored).astype(np.int16)
+    windows = []
+    for start in range(0, 3000, 100):
+        end = start + 100
+        # frames 5..7 come without a companion: their own samples stand in
+        companion = None if 500 <= start < 800 else heard[start:end]
+        windows.extend(vad.process(scored[start:end], companion))
+    assert [w.start_sample for w in windows] == [0, 512, 1024, 1536, 2048]
+    expected = heard.copy()
+    expected[500:800] = scored[500:800]
+    for w in windows:
+        assert np.array_equal(w.pcm, scored[w.start_sample:w.start_sample + 512])
+        assert np.array_equal(w.turn_audio, expected[w.start_sample:w.start_sample + 512])
+    plain = VoiceActivity(EnergyVad()).process(scored[:160])[0]
+    assert plain.heard is None and plain.turn_audio is plain.pcm
+    with pytest.raises(ValueError, match="companion"):
+        vad.process(scored[:100], heard[:50])
