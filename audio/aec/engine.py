@@ -519,6 +519,17 @@ class EdgevoiceCanceller(EchoCanceller):
         pcm: Pcm = out.astype(np.int16)
         return pcm
 
+    @property
+    def linear(self) -> Pcm:
+        """The error before residual-echo suppression, aligned with :meth:`process`'s
+        output: the previous period's half of the suppressor's analysis frame. In double
+        talk it keeps the onset of a word the suppressor takes (the recognizer's input)."""
+        out = self._frame[:_N] * 32768.0
+        np.rint(out, out=out)
+        np.clip(out, -32768.0, 32767.0, out=out)
+        pcm: Pcm = out.astype(np.int16)
+        return pcm
+
     # -- stats ----------------------------------------------------------------------------
     @property
     def drift_ppm(self) -> float:

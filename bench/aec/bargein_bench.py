@@ -20,9 +20,10 @@ Then minutes of the device talking alone: every barge-in there is a self-interru
 
 ``--overestimate``/``--overestimate-talk``/``--talk-ratio``/``--suppression-db`` build the
 canceller with other residual-echo-suppressor settings (constructor arguments of the
-engine, unchanged code); ``--asr-from linear`` gives the ASR the linear filter's output
-(the suppressor's floor at 0 dB: with a gain of 1 its overlap-add returns the error
-signal one period late) while the VAD and the detector keep the suppressed output;
+engine, unchanged code); the ASR hears the canceller's ``linear`` output (the error
+before the suppressor, one period late like the output) while the VAD and the detector
+keep the suppressed output, as the runtime does; ``--asr-from output`` gives the ASR the
+suppressed output instead (as the runtime did before);
 ``--stop-at onset`` stops playback at the person's onset (an oracle: no double talk).
 """
 
@@ -83,16 +84,19 @@ class Chain:
 
 
 def run(chain: Chain, mic: np.ndarray, ref: np.ndarray,
-        stop_at: int | None = None) -> tuple[np.ndarray, int | None]:
+        stop_at: int | None = None) -> tuple[np.ndarray, np.ndarray, int | None]:
+    """The canceller's output and its linear output, and where the detector fired."""
     out = np.zeros_like(mic)
+    linear = np.zeros_like(mic)
     hit = None
     for i in range(0, len(mic) // PERIOD * PERIOD, PERIOD):
         speaking = stop_at is None or i < stop_at
         o, decision = chain.step(mic[i:i + PERIOD], ref[i:i + PERIOD], speaking)
         out[i:i + PERIOD] = o
+        linear[i:i + PERIOD] = chain.aec.linear
         if decision is Decision.BARGE_IN and hit is None:
             hit = i + PERIOD
-    return out, hit
+    return out, linear, hit
 
 
 def level_db(x: np.ndarray) -> float:
@@ -113,7 +117,7 @@ def main() -> None:
                         help="the suppressor's floor; 0 turns the residual-echo suppressor off")
     parser.add_argument("--stop-at", choices=("detector", "onset"), default="detector",
                         help="stop playback where the detector fired, or (an oracle) at the onset")
-    parser.add_argument("--asr-from", choices=("output", "linear"), default="output",
+    parser.add_argument("--asr-from", choices=("output", "linear"), default="linear",
                         help="the ASR hears the canceller's output, or its linear filter's output "
                         "(before the suppressor; the VAD and detector still get the output)")
     args = parser.parse_args()
@@ -138,7 +142,7 @@ def main() -> None:
     onset_sdr: list[float] = []
     for seed in range(trials):
         trial = make_trial(seed)
-        _, hit = run(Chain(vad_model, settings, aec_kw), trial.mic(), to_pcm(trial.ref))
+        _, _, hit = run(Chain(vad_model, settings, aec_kw), trial.mic(), to_pcm(trial.ref))
         if hit is not None and hit < trial.onset:
             early += 1  # interrupted itself before the person spoke
             continue
@@ -153,10 +157,11 @@ def main() -> None:
         ref_cut = trial.ref.copy()
         ref_cut[hit + PERIOD:] = 0.0
         mic2 = to_pcm((echo_of(trial.room, ref_cut) + trial.near + trial.noise) * trial.gain)
-        asr_kw = {**aec_kw, "suppression_db": 0.0} if args.asr_from == "linear" else aec_kw
-        out2, _ = run(Chain(vad_model, settings, asr_kw), mic2, to_pcm(ref_cut), stop_at=hit + PERIOD)
+        out2, linear2, _ = run(Chain(vad_model, settings, aec_kw), mic2, to_pcm(ref_cut),
+                               stop_at=hit + PERIOD)
         lo, hi = trial.window()
-        heard_pcm = out2[lo + PERIOD:hi + PERIOD]  # the canceller's 10 ms latency
+        heard_all = linear2 if args.asr_from == "linear" else out2
+        heard_pcm = heard_all[lo + PERIOD:hi + PERIOD]  # the canceller's 10 ms latency
         clean_pcm = trial.clean()[lo:hi]
         rng = np.random.default_rng(99 + seed)
         noise = rng.standard_normal(len(trial.noise)) * float(np.std(trial.noise))

@@ -149,3 +149,26 @@ def test_quiet_far_end_fast_path_is_bit_exact() -> None:
         assert np.array_equal(out_fast, out_full), f"differs at period {i // 160}"
         quiet += fast._silent_periods > fast._quiet_after  # type: ignore[attr-defined]
     assert quiet > 100  # the fast path really ran
+
+
+def test_edgevoice_linear_output_is_the_error_before_suppression_aligned_with_the_output() -> None:
+    mic, ref = echo_scenario(seconds=6.0, delay_ms=60.0, seed=2)
+    aec = create_canceller("edgevoice")
+    lat = int(aec.latency_ms * 16)
+    out = np.zeros_like(mic)
+    linear = np.zeros_like(mic)
+    for start in range(0, len(mic) - 159, 160):
+        out[start:start + 160] = aec.process(mic[start:start + 160], ref[start:start + 160])
+        linear[start:start + 160] = aec.linear
+    # the linear filter takes most of the echo; the suppressor takes more of what is left
+    linear_erle = erle_db(mic, linear, 3.0, aec.latency_ms)
+    assert 15.0 < linear_erle < erle_db(mic, out, 3.0, aec.latency_ms) - 3.0
+    # with the far end silent it is the microphone, exactly, one period late (as the output)
+    near, _ = echo_scenario(seconds=1.0, delay_ms=0.0, seed=5)
+    quiet = create_canceller("edgevoice")
+    heard = np.concatenate([
+        (quiet.process(near[i:i + 160], np.zeros(160, np.int16)), quiet.linear)[1]
+        for i in range(0, len(near) - 159, 160)
+    ])
+    assert np.array_equal(heard[lat:], near[: len(heard) - lat])
+    assert create_canceller("none").linear is None  # engines without the stage say so

@@ -38,3 +38,20 @@ def test_an_idle_front_end_skips_the_quiet_room_and_still_hears_speech() -> None
     assert len(started) == 1
     assert abs(started[0].t - 6.0) <= 0.15  # speech began at 6.0 s of the stream
     front.close()
+
+
+def test_turns_carry_the_cancellers_linear_output() -> None:
+    front = build_front_end(build_config([("test", {"asr": {"engine": "pocketsphinx"}})]))
+    assert front.canceller is not None and front.canceller.name == "edgevoice"
+    room = noise(0.5, -40.0, seed=4)
+    silent = np.zeros(160, np.int16)
+    windows = []
+    for index, mic in enumerate(frames(room)):
+        result = front.process(DuplexFrame(index, mic, silent))
+        windows.extend(result.windows)
+    assert windows and all(w.heard is not None for w in windows)
+    # the far end is silent: the linear output is the microphone, one period late
+    first = windows[1]
+    start = first.start_sample - 160  # the canceller's output lags the mic by a period
+    assert np.array_equal(first.turn_audio, room[start:start + 512])
+    front.close()
