@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true")
     parser.add_argument("--trials", type=int, default=0, help="override the number of interruptions")
     parser.add_argument("--minutes", type=float, default=None, help="override the minutes of self-talk")
-    parser.add_argument("--min-speech-ms", type=int, default=170, help="the detector's min_speech_ms")
+    parser.add_argument("--min-speech-ms", type=int, default=150, help="the detector's min_speech_ms")
     parser.add_argument("--overestimate", type=float, default=None)
     parser.add_argument("--overestimate-talk", type=float, default=None)
     parser.add_argument("--talk-ratio", type=float, default=None)

@@ -39,7 +39,7 @@ class BargeInConfig:
 
     enabled: bool = setting(True, "Let speech interrupt the device's reply.")
     min_speech_ms: int = setting(
-        170, "Speech must last this long above the residual echo to interrupt.",
+        150, "Speech must last this long above the residual echo to interrupt.",
         minimum=0, maximum=5000,
     )
     min_words: int = setting(
