@@ -47,7 +47,12 @@ _LOGGER = logging.getLogger(__name__)
 _FILLERS = re.compile(r"^(<s>|</s>|<sil>|\[.*\]|\+\+.*\+\+)$")
 _VARIANT = re.compile(r"\(\d+\)$")
 _GRAMMAR_SEARCH = "phrases"
-BATCH_SAMPLES = 1600  # decode 100 ms at a time: partials at 10 Hz, a tenth of the calls
+# pocketsphinx's bindings hold the GIL while they decode (vosk's cffi ones do not): feed
+# it 20 ms at a time, so the audio thread and the event loop wait at most a few tens of
+# ms behind it (100 ms batches stalled them 50-80 ms; a real card underruns at that).
+# end_utt() still holds it for its whole final pass (30-130 ms on this machine).
+FEED_SAMPLES = 320
+PARTIAL_SAMPLES = 1600  # look at the hypothesis every 100 ms: partials at 10 Hz
 _FREE_SEARCH = "_default"
 
 
@@ -246,25 +251,30 @@ class _PocketsphinxSession(AsrSession):
         self._engine = engine
         self._decoder = engine._decoder
         self._samples = 0
-        self._buffer: list[bytes] = []
-        self._buffered = 0
+        self._buffered = 0  # samples since the hypothesis was last looked at
+        self._pending: list[bytes] = []  # not yet handed to the decoder
+        self._pending_samples = 0
         self._partial = ""
         self._open = True
 
-    def _flush(self) -> None:
-        if self._buffered:
-            self._decoder.process_raw(b"".join(self._buffer), False, False)
-            self._buffer, self._buffered = [], 0
+    def _feed(self) -> None:
+        data = b"".join(self._pending)
+        self._pending, self._pending_samples = [], 0
+        for start in range(0, len(data), FEED_SAMPLES * 2):
+            self._decoder.process_raw(data[start:start + FEED_SAMPLES * 2], False, False)
 
     def accept(self, pcm: Pcm) -> str | None:
         if not self._open:
             raise AsrError("this recognition session is finished")
-        self._buffer.append(pcm.astype("<i2").tobytes())
+        self._pending.append(pcm.astype("<i2").tobytes())
+        self._pending_samples += len(pcm)
+        if self._pending_samples >= FEED_SAMPLES:
+            self._feed()
         self._buffered += len(pcm)
         self._samples += len(pcm)
-        if self._buffered < BATCH_SAMPLES:
+        if self._buffered < PARTIAL_SAMPLES:
             return None
-        self._flush()
+        self._buffered = 0
         hyp = self._decoder.hyp()
         text = hyp.hypstr if hyp is not None else ""
         if text == self._partial:
@@ -275,7 +285,7 @@ class _PocketsphinxSession(AsrSession):
     def finish(self) -> AsrResult:
         if not self._open:
             raise AsrError("this recognition session is finished")
-        self._flush()
+        self._feed()
         self._decoder.end_utt()
         hyp = self._decoder.hyp()
         words = self._engine._words() if hyp is not None else []
