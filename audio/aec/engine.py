@@ -63,6 +63,7 @@ _MAX_DRIFT = 300e-6 * _N  # samples per block
 _DRIFT_BINS = np.arange(4, 100)
 _SCALE = 1.0 / 32768.0
 _PCM_SCALE_SQ = 2.0 ** -30  # energy of int16-scaled samples -> of float samples
+_SETTLED = 1e-30  # residual-echo estimate below which the suppressor's gains are exactly 1
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
 
@@ -103,7 +104,9 @@ class EdgevoiceCanceller(EchoCanceller):
         self._talk_ratio = talk_ratio
         self._track_drift = track_drift
         self._window = np.sqrt(np.hanning(_M + 1)[:_M]).astype(_REAL)
+        self.idle_pass_through = True  # skip the suppressor's FFTs once it does nothing
         self._window_pcm = self._window * 32768.0  # synthesis window with the int16 scale
+        self._window_both = self._window * self._window_pcm  # analysis x synthesis, gains 1
         self._delay_est = DelayEstimator(max_delay_ms=float(max_delay_ms))
         self._a2 = memory ** 2
         self._p_initial = 1.0
@@ -184,6 +187,7 @@ class EdgevoiceCanceller(EchoCanceller):
         # Periods of all-zero reference in a row; past _quiet_after the ring and the
         # filter history are all zeros (see _process_quiet).
         self._silent_periods = 0
+        self._settled = False  # the suppressor does nothing: pass the mic through (quiet path)
         self._quiet_after = len(self._ref) // _N + k + 2
 
     # -- reading the aligned reference -------------------------------------------------
@@ -216,6 +220,7 @@ class EdgevoiceCanceller(EchoCanceller):
         d, xr = self._delay_est.push_pcm(mic, reference, _SCALE)
         if self._silent_periods > self._quiet_after:
             return self._process_quiet(d)
+        self._settled = False
         self._periods += 1
         self._ref.push(xr)
         self._follow_delay()
@@ -297,11 +302,33 @@ class EdgevoiceCanceller(EchoCanceller):
         self._periods += 1
         self._power_sum *= 0.9
         self._far_active = False
-        self._residual_lin *= 0.5
         frame = self._frame
         frame[:_N] = frame[_N:]
         frame[_N:] = d
-        return self._finish_alone(d, rfft(frame * self._window))
+        if self._settled:
+            return self._pass_through(frame)
+        self._residual_lin *= 0.5
+        out = self._finish_alone(d, rfft(frame * self._window))
+        # Once the residual-echo estimate has decayed below 1e-30 the suppressor's gains
+        # (1 - 6 r_s / (error + 1e-12)) round to exactly 1 in float32: it only
+        # overlap-adds the windowed frames, which needs no FFT. (Exactly zero it never gets:
+        # r_s * 0.6 rounds back up to the smallest subnormal.)
+        self._settled = (self.idle_pass_through and float(self._rs_err[0].max()) < _SETTLED
+                         and float(self._residual_lin.max()) < _SETTLED)
+        return out
+
+    def _pass_through(self, frame: _Floats) -> Pcm:
+        """The suppressor with all gains at 1 (the far end long silent, no residual echo
+        left): the overlap-add of the windowed frames without the FFT round trip. The
+        output matches the full path's to the FFT's rounding (at most 1 LSB, rarely)."""
+        windowed = frame * self._window_both
+        out = self._ola + windowed[:_N]
+        self._ola[:] = windowed[_N:]
+        np.rint(out, out=out)
+        np.maximum(out, -32768.0, out=out)
+        np.minimum(out, 32767.0, out=out)
+        pcm: Pcm = out.astype(np.int16)
+        return pcm
 
     # -- delay and drift ---------------------------------------------------------------
     def _follow_delay(self) -> None:

@@ -172,3 +172,29 @@ def test_edgevoice_linear_output_is_the_error_before_suppression_aligned_with_th
     ])
     assert np.array_equal(heard[lat:], near[: len(heard) - lat])
     assert create_canceller("none").linear is None  # engines without the stage say so
+
+
+def test_a_long_silent_far_end_passes_the_mic_through_without_the_suppressor() -> None:
+    """Once the residual-echo estimate is exactly zero the suppressor's gains are exactly 1
+    and the engine skips its FFTs: the output stays the full path's to 1 LSB, and the echo
+    is cancelled the same when the far end comes back."""
+    rng = np.random.default_rng(11)
+    speech = (rng.standard_normal(16000 * 2) * 3000).astype(np.int16)
+    silence = np.zeros(16000 * 5, np.int16)
+    far = np.concatenate([speech, silence, speech])
+    echo = np.concatenate([np.zeros(800, np.int16), (far[:-800] * 0.3).astype(np.int16)])
+    mic = (echo + rng.standard_normal(len(far)) * 30).astype(np.int16)
+    fast = create_canceller("edgevoice")
+    full = create_canceller("edgevoice")
+    full.idle_pass_through = False  # type: ignore[attr-defined]
+    outs_fast, outs_full, settled = [], [], 0
+    for i in range(0, len(far), 160):
+        outs_fast.append(fast.process(mic[i:i + 160], far[i:i + 160]))
+        outs_full.append(full.process(mic[i:i + 160], far[i:i + 160]))
+        settled += fast._settled  # type: ignore[attr-defined]
+    a, b = np.concatenate(outs_fast), np.concatenate(outs_full)
+    assert settled > 200  # seconds of the silence went through without the suppressor
+    assert np.max(np.abs(a.astype(int) - b.astype(int))) <= 1
+    back = len(speech) + len(silence) + 16000  # a second after the far end came back
+    assert abs(erle_db(mic[back:], a[back:], 0.0, 10.0) - erle_db(mic[back:], b[back:], 0.0, 10.0)) < 0.1
+    assert not fast._settled  # type: ignore[attr-defined]
