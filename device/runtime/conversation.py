@@ -529,6 +529,9 @@ class Conversation:
         task = self._reply_task
         self._reply_task = None
         self.speaker.drop()  # silence within one period, before anything else
+        # Playback stops once what sits in the device buffer has played: that moment,
+        # not the end of the reply task's cancellation (which may wait on TTS), is the stop.
+        stopped = self.clock.now() + self.speaker.pending_samples() / 16000.0
         await cancel_task(task)
         outcome = self.replies.last_outcome
         if turn is None or outcome is None or outcome.utterance_id != turn.timeline.turn_id:
@@ -539,8 +542,7 @@ class Conversation:
             self.agent.record_reply(heard_text=outcome.heard_text, interrupted=True)
         self._mark_reply(turn, outcome)
         turn.timeline.mark(Mark.INTERRUPT_ONSET, onset)
-        latency = self.speaker.pending_samples() / 16000.0
-        turn.timeline.mark(Mark.PLAYBACK_STOPPED, self.clock.now() + latency)
+        turn.timeline.mark(Mark.PLAYBACK_STOPPED, stopped)
         self._finish_metrics(turn, "interrupted")
         _LOGGER.info("reply %s interrupted (%s)", turn.timeline.turn_id, reason)
 

@@ -117,7 +117,7 @@ def test_talker_entries_are_parsed_or_rejected() -> None:
 
 async def test_room_from_config_runs_with_its_talker(tmp_path: Path) -> None:
     write_wav(tmp_path / "talk.wav", np.full(P, 5000, np.int16))
-    config = build_config([("test", {"audio": {"backend": "simulated"}, "room": {
+    config = build_config([("test", {"audio": {"backend": "simulated", "period_ms": 10}, "room": {
         "speed": 0.0, "noise_dbfs": -150.0, "duration_s": 0.2, "talkers": [f"{tmp_path}/talk.wav@0.1"]}})])
     backend = open_backend(config.audio, config.room, config.wav)
     duplex = DuplexLoop(backend, Speaker(P), **duplex_options(config.audio))
