@@ -7,9 +7,10 @@ overhead — with its stage breakdown, beside the raw engines' times for the sam
 (pocketsphinx finishing the same utterance, piper's first chunk of the same first
 sentence), so the orchestration's own share is visible. Then the CPU of an idle
 listening daemon (capture, AEC, VAD, and wake word in wakeword mode) and its resident
-memory with each ASR engine.
+memory with each ASR engine, on real ALSA PCMs (alsa-lib's file plugin reading a FIFO
+that another process fills at 1x), per thread, beside a raw pyalsaaudio loop.
 
-    ./dev bench voice_to_voice [--turns N] [--idle-s S]
+    ./dev bench voice_to_voice [--turns N] [--idle-s S] [--idle-only] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
