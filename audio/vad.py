@@ -15,7 +15,6 @@ window that is, hears the two windows before it again, and stays on for a hangov
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections import deque
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgevoice.audio.errors import AudioError
-from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm, dbfs
 
 
 class VadError(AudioError):
@@ -96,12 +95,6 @@ class SpeechGate:
 
     def reset(self) -> None:
         self.speech = False
-
-
-def window_level_dbfs(window: Pcm) -> float:
-    data = window.astype(np.float64)
-    power = float(np.dot(data, data)) / max(1, len(data)) / (32768.0 * 32768.0)
-    return 10.0 * math.log10(power) if power > 0 else -120.0
 
 
 class QuietGate:
@@ -197,7 +190,7 @@ class VoiceActivity:
         quiet = self.quiet
         if quiet is None:
             return self.engine.probability(window)
-        wanted = quiet.score(window_level_dbfs(window)) or not self.economy
+        wanted = quiet.score(dbfs(window)) or not self.economy
         if not wanted:
             self._asleep = True
             self._context.append(window)

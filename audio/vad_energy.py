@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from edgevoice.audio.frames import Pcm
-from edgevoice.audio.vad import VadEngine, window_level_dbfs
+from edgevoice.audio.frames import Pcm, dbfs
+from edgevoice.audio.vad import VadEngine
 
 
 class EnergyVad(VadEngine):
@@ -38,7 +38,7 @@ class EnergyVad(VadEngine):
         self.floor = initial_floor_dbfs
 
     def probability(self, window: Pcm) -> float:
-        level = window_level_dbfs(window)
+        level = dbfs(window)
         if level < self.floor:
             self.floor = level
         else:

@@ -324,11 +324,7 @@ class EdgevoiceCanceller(EchoCanceller):
         windowed = frame * self._window_both
         out = self._ola + windowed[:_N]
         self._ola[:] = windowed[_N:]
-        np.rint(out, out=out)
-        np.maximum(out, -32768.0, out=out)
-        np.minimum(out, 32767.0, out=out)
-        pcm: Pcm = out.astype(np.int16)
-        return pcm
+        return _to_pcm(out)
 
     # -- delay and drift ---------------------------------------------------------------
     def _follow_delay(self) -> None:
@@ -539,23 +535,14 @@ class EdgevoiceCanceller(EchoCanceller):
             self._mic_pow = 0.97 * self._mic_pow + 0.03 * d_energy
             self._out_pow = 0.97 * self._out_pow + 0.03 * (float(out @ out) * _PCM_SCALE_SQ)
             self._erle_seen = True
-        # to int16 with clipping (audio.frames.to_int16, in place)
-        np.rint(out, out=out)
-        np.maximum(out, -32768.0, out=out)
-        np.minimum(out, 32767.0, out=out)
-        pcm: Pcm = out.astype(np.int16)
-        return pcm
+        return _to_pcm(out)
 
     @property
     def linear(self) -> Pcm:
         """The error before residual-echo suppression, aligned with :meth:`process`'s
         output: the previous period's half of the suppressor's analysis frame. In double
         talk it keeps the onset of a word the suppressor takes (the recognizer's input)."""
-        out = self._frame[:_N] * 32768.0
-        np.rint(out, out=out)
-        np.clip(out, -32768.0, 32767.0, out=out)
-        pcm: Pcm = out.astype(np.int16)
-        return pcm
+        return _to_pcm(self._frame[:_N] * 32768.0)
 
     # -- stats ----------------------------------------------------------------------------
     @property
@@ -575,3 +562,13 @@ class EdgevoiceCanceller(EchoCanceller):
         return AecStats(self.name, delay_ms=delay, erle_db=erle, converged=converged,
                         reference_ok=converged, residual_echo_dbfs=max(-120.0, residual_db),
                         far_end_active=self._far_active, periods=self._periods)
+
+
+def _to_pcm(scaled: _Floats) -> Pcm:
+    """Int16-scaled samples to int16 with clipping, in place (audio.frames.to_int16
+    without its scaling and temporaries: this runs every period)."""
+    np.rint(scaled, out=scaled)
+    np.maximum(scaled, -32768.0, out=scaled)
+    np.minimum(scaled, 32767.0, out=scaled)
+    pcm: Pcm = scaled.astype(np.int16)
+    return pcm
