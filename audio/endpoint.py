@@ -130,6 +130,27 @@ class Endpointer:
     def _s(self, sample: int) -> float:
         return sample / self.settings.sample_rate
 
+    @property
+    def pause_ms(self) -> float:
+        """How long the speech of the open turn has paused: the silence since its last
+        speech, 0 while speaking or outside a turn with confirmed speech."""
+        if self.state != EndpointState.SPEECH:
+            return 0.0
+        return 1000.0 * self._silence / self.settings.sample_rate
+
+    def turn_tail(self, samples: int) -> Pcm:
+        """The last ``samples`` of the open turn's audio (all of it when shorter)."""
+        if not self.in_turn:
+            return _EMPTY
+        tail: list[Pcm] = []
+        need = samples
+        for chunk in reversed(self._turn_chunks):
+            if need <= 0:
+                break
+            tail.append(chunk[-need:] if len(chunk) > need else chunk)
+            need -= len(chunk)
+        return _join(tail[::-1])
+
     # --- control from outside --------------------------------------------------------
     def start_turn(
         self,

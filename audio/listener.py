@@ -21,6 +21,13 @@ the wake word; :meth:`Listener.open_follow_up` accepts one more turn without it 
 VAD ends the turn). With ``streaming`` the ASR decodes while the person speaks
 (partials, and the final comes right after the end of speech); without it the turn
 is decoded in one go at its end. Turn audio includes the pre-roll.
+
+Early final (``early_final_ms``, streaming and free-form only): the recognizer's final
+pass runs once the speech has paused that long, inside the silence that ends the turn,
+so the transcript is ready the moment the turn ends instead of a final pass later. If
+the person goes on, a new session takes the audio from shortly before the speech came
+back, and the turn's transcript joins the pieces (word times on the one audio clock).
+Phrase grammars are matched whole, so there the final pass waits for the turn's end.
 """
 
 from __future__ import annotations
@@ -30,10 +37,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from edgevoice.audio.asr import AsrEngine, AsrSession, Word
+from edgevoice.audio.asr import AsrEngine, AsrResult, AsrSession, Word, make_result
 from edgevoice.audio.endpoint import (
     Endpointer,
     EndpointSettings,
+    EndpointState,
     EndpointStep,
     EndReason,
     SpeechStart,
@@ -153,6 +161,7 @@ class Listener:
         button_mode: ButtonMode = ButtonMode.HOLD,
         follow_up_s: float = 0.0,
         streaming: bool = True,
+        early_final_ms: float = 300.0,
         wake_timeout_s: float = 5.0,
         wake_settle_ms: float = 300.0,
         origin_s: float = 0.0,
@@ -166,11 +175,19 @@ class Listener:
         self.button_mode = ButtonMode(button_mode)
         self.follow_up_s = follow_up_s
         self.streaming = streaming
+        self.early_final_ms = early_final_ms
         self.wake_timeout_s = wake_timeout_s
         self.wake_settle_ms = wake_settle_ms
         self.origin_s = origin_s
         self.endpointer = Endpointer(endpoint, auto_start=self.mode == ListenMode.ALWAYS)
         self._session: AsrSession | None = None
+        # The open turn's recognition: samples of its audio fed so far (pre-roll
+        # included), the turn sample the open session starts at, the pieces finished
+        # early (each with the turn sample it starts at) and where their pause began.
+        self._turn_fed = 0
+        self._session_at = 0
+        self._pieces: list[tuple[AsrResult, int]] = []
+        self._paused_from = 0
         self._follow_up_until: float | None = None
         self._enabled = True
 
@@ -289,13 +306,20 @@ class Listener:
         self._handle(step, events)
 
     def _begin_session(self) -> None:
-        if self.asr is not None and self.streaming and self._session is None:
+        if self.asr is not None and self.streaming and self._session is None and not self._pieces:
             self._session = self.asr.start()
+            self._session_at = self._turn_fed
 
     def _cancel_session(self) -> None:
         if self._session is not None:
             self._session.cancel()
             self._session = None
+        self._forget_turn()
+
+    def _forget_turn(self) -> None:
+        self._turn_fed = 0
+        self._session_at = 0
+        self._pieces = []
 
     def _handle(self, step: EndpointStep, events: list[HearingEvent]) -> None:
         for event in step.events:
@@ -303,13 +327,66 @@ class Listener:
                 events.append(SpeechStarted(self.origin_s + event.start_s))
                 self._follow_up_until = None  # a follow-up window admits one turn
                 self._begin_session()
-        if self._session is not None and len(step.turn_audio):
-            partial = self._session.accept(step.turn_audio)
-            if partial:
-                events.append(PartialTranscript(partial, self.now))
+        audio = step.turn_audio
+        if len(audio):
+            self._turn_fed += len(audio)
+            if self._session is None and self._pieces and self._speaking_again():
+                self._resume(len(audio), events)
+            elif self._session is not None:
+                self._accept(audio, events)
+        ended = False
         for event in step.events:
             if isinstance(event, TurnEnd):
                 self._end(event, events)
+                ended = True
+        if not ended and self._early_final_due():
+            self._finish_early()
+
+    def _accept(self, audio: Pcm, events: list[HearingEvent]) -> None:
+        assert self._session is not None
+        partial = self._session.accept(audio)
+        if partial:
+            said = " ".join(r.text for r, _ in self._pieces if not r.empty)
+            events.append(PartialTranscript(f"{said} {partial}" if said else partial, self.now))
+
+    # --- early final -----------------------------------------------------------------
+    def _early_final_due(self) -> bool:
+        return (self._session is not None and self.early_final_ms > 0 and self.asr is not None
+                and not self.asr.grammar and self.endpointer.pause_ms >= self.early_final_ms)
+
+    def _finish_early(self) -> None:
+        """The speech has paused ``early_final_ms``: run the final pass now, while the
+        turn's closing silence runs, and keep the result for the turn's end."""
+        assert self._session is not None
+        self._pieces.append((self._session.finish(), self._session_at))
+        self._session = None
+        paused = self.endpointer.settings.samples(self.endpointer.pause_ms)
+        self._paused_from = self._turn_fed - paused
+
+    def _speaking_again(self) -> bool:
+        return self.endpointer.state == EndpointState.SPEECH and self.endpointer.pause_ms == 0
+
+    def _resume(self, new_samples: int, events: list[HearingEvent]) -> None:
+        """Speech after an early final: a new session from the pre-roll before it (never
+        reaching back into what the finished piece heard before its pause)."""
+        assert self.asr is not None
+        settings = self.endpointer.settings
+        pre_roll = min(settings.samples(settings.pre_roll_ms), self._turn_fed - self._paused_from)
+        tail = self.endpointer.turn_tail(max(new_samples, pre_roll))
+        self._session = self.asr.start()
+        self._session_at = self._turn_fed - len(tail)
+        self._accept(tail, events)
+
+    def _turn_result(self) -> AsrResult:
+        """The pieces of the turn as one result, word times from the turn's audio start."""
+        rate = self.endpointer.settings.sample_rate
+        if len(self._pieces) == 1 and self._pieces[0][1] == 0:
+            return self._pieces[0][0]
+        results = [r.shifted(at / rate) for r, at in self._pieces]
+        assert self.asr is not None
+        return make_result(" ".join(r.text for r in results if not r.empty),
+                           [w for r in results for w in r.words], self.asr.low_confidence,
+                           self._turn_fed)
 
     def _end(self, end: TurnEnd, events: list[HearingEvent]) -> None:
         t = self.origin_s
@@ -321,12 +398,15 @@ class Listener:
         events.append(SpeechStopped(t + end.end_s, str(end.reason), t + end.detected_s,
                                     t + end.audio_start_s, end.audio))
         if self.asr is None:
+            self._forget_turn()
             return
         if self._session is not None:
-            result = self._session.finish()
+            self._pieces.append((self._session.finish(), self._session_at))
             self._session = None
-        else:
-            result = self.asr.transcribe(end.audio)
+        elif not self._pieces:  # not streaming: the whole turn now
+            self._pieces.append((self.asr.transcribe(end.audio), 0))
+        result = self._turn_result()
+        self._forget_turn()
         if result.empty:
             events.append(TurnDiscarded("no_words", t + end.detected_s))
             return

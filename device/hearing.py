@@ -165,6 +165,7 @@ def build_listener(config: Config, *, asr: AsrEngine | None = None, origin_s: fl
         button_mode=ButtonMode(listen.button_mode),
         follow_up_s=listen.follow_up_s,
         streaming=config.asr.streaming,
+        early_final_ms=config.asr.early_final_ms,
         wake_timeout_s=listen.wake_timeout_s,
         origin_s=origin_s,
     )

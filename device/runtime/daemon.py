@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from functools import partial
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from edgevoice import __version__
 from edgevoice.audio.backend import AudioBackend
 from edgevoice.audio.duplex import DuplexLoop
 from edgevoice.audio.earcons import Earcons
+from edgevoice.audio.listener import HearingEvent, Listener
 from edgevoice.audio.speaker import Speaker
 from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
 from edgevoice.device.audio_io import open_backend
@@ -442,6 +444,8 @@ class Daemon(DeviceActions):
         if self.conversation is not None:
             self.conversation.settings = conversation_settings(new)
             apply_splitting(self.conversation.replies, new.tts)
+            if old.asr.early_final_ms != new.asr.early_final_ms:
+                self.conversation.front.control(partial(_set_early_final, ms=new.asr.early_final_ms))
         if restart:
             _LOGGER.warning("config changes that need a restart: %s", ", ".join(restart))
         return restart
@@ -518,6 +522,12 @@ def build_front_end(config: Config) -> FrontEnd:
     # The canceller's output lags the microphone (edgevoice's suppressor: one period);
     # start the listener's clock that much earlier so its timestamps are the mic's.
     return FrontEnd(build_listener(config, origin_s=-canceller.latency_ms / 1000.0), canceller)
+
+
+def _set_early_final(listener: Listener, *, ms: int) -> list[HearingEvent]:
+    """A front-end control: the listener's early final, changed on its own thread."""
+    listener.early_final_ms = ms
+    return []
 
 
 def _warm_up(synthesizer: Any, front: FrontEnd) -> None:

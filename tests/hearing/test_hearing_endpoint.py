@@ -96,6 +96,35 @@ def test_pause_shorter_than_end_silence_keeps_the_turn() -> None:
     assert end.end_s == pytest.approx(2.09)
 
 
+def test_pause_ms_counts_the_silence_after_confirmed_speech_only() -> None:
+    s = Stream(Endpointer(EndpointSettings(min_speech_ms=100, end_silence_ms=600)))
+    s.push(500, False)
+    assert s.ep.pause_ms == 0.0  # no turn
+    s.push(50, True)
+    assert s.ep.pause_ms == 0.0  # onset, not yet a turn
+    s.push(450, True)
+    assert s.ep.pause_ms == 0.0  # speaking
+    s.push(250, False)
+    assert s.ep.pause_ms == pytest.approx(250.0)
+    s.push(10, True)
+    assert s.ep.pause_ms == 0.0  # speech came back
+    s.push(600, False)
+    assert s.ep.pause_ms == 0.0  # the turn ended: no pause to count
+    assert [type(e) for e in s.events] == [SpeechStart, TurnEnd]
+
+
+def test_turn_tail_is_the_end_of_the_open_turns_audio() -> None:
+    s = Stream(Endpointer(EndpointSettings(min_speech_ms=100, end_silence_ms=600, pre_roll_ms=300)))
+    assert len(s.ep.turn_tail(100)) == 0  # no turn
+    s.push(1000, False)
+    s.push(1000, True)
+    s.push(200, False)
+    # the turn runs 0.7 s .. 2.2 s; its tail crosses the pushes' boundaries
+    np.testing.assert_array_equal(s.ep.turn_tail(4000), expected(1.95, 2.2))
+    np.testing.assert_array_equal(s.ep.turn_tail(10**6), expected(0.7, 2.2))  # all of it
+    np.testing.assert_array_equal(s.ep.turn_tail(0), expected(2.2, 2.2))
+
+
 def test_max_turn_cuts_a_long_turn() -> None:
     s = Stream(Endpointer(EndpointSettings(max_turn_s=2.0)))
     s.push(100, False)

@@ -116,6 +116,13 @@ class AsrConfig:
         True, "Decode while the person speaks (partial transcripts; the final comes right "
         "after the end of speech) rather than once the turn is over.",
     )
+    early_final_ms: int = setting(
+        300, "With streaming, free-form: run the recognizer's final pass once the speech has "
+        "paused this long, inside the silence that ends the turn, so the transcript is ready "
+        "when the turn ends (speech that goes on is recognised as the turn's next words). "
+        "Keep it below endpoint.end_silence_ms. 0: the final pass runs at the turn's end.",
+        minimum=0, maximum=10000,
+    )
 
 
 @dataclass(frozen=True, slots=True)

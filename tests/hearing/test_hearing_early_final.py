@@ -1,0 +1,160 @@
+"""Early final: the recognizer's final pass inside the silence that ends a turn (Silero
+VAD, free-form pocketsphinx, piper speech)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.hearing_audio import frames, piper_speech, place
+
+from edgevoice.audio.asr import AsrResult, AsrSession
+from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.endpoint import EndpointSettings
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.listener import (
+    FinalTranscript,
+    HearingEvent,
+    Listener,
+    PartialTranscript,
+    SpeechStopped,
+)
+from edgevoice.audio.vad import VoiceActivity
+from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.models import ModelKind, resolve_model
+
+ENDPOINT = EndpointSettings(end_silence_ms=600, pre_roll_ms=300)
+
+
+class RecordingPocketsphinx(PocketsphinxEngine):
+    """The real engine; each finished session's result is kept, in order."""
+
+    def __init__(self, folder: Path, **kwargs: object) -> None:
+        super().__init__(folder, **kwargs)  # type: ignore[arg-type]
+        self.finished: list[AsrResult] = []
+
+    def start(self) -> AsrSession:
+        return _Recorded(super().start(), self.finished)
+
+
+class _Recorded(AsrSession):
+    def __init__(self, session: AsrSession, finished: list[AsrResult]) -> None:
+        self._session = session
+        self._finished = finished
+
+    def accept(self, pcm: Pcm) -> str | None:
+        return self._session.accept(pcm)
+
+    def finish(self) -> AsrResult:
+        result = self._session.finish()
+        self._finished.append(result)
+        return result
+
+    def cancel(self) -> None:
+        self._session.cancel()
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[RecordingPocketsphinx]:
+    asr = RecordingPocketsphinx(resolve_model("pocketsphinx-en-us", ModelKind.ASR).path)
+    yield asr
+    asr.close()
+
+
+@pytest.fixture
+def asr(engine: RecordingPocketsphinx) -> RecordingPocketsphinx:
+    engine.finished.clear()
+    return engine
+
+
+def listen(asr: PocketsphinxEngine, audio: Pcm, early_final_ms: float) -> list[HearingEvent]:
+    listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
+                        endpoint=ENDPOINT, early_final_ms=early_final_ms)
+    return [e for f in frames(audio) for e in listener.process(f)]
+
+
+def one_final(events: list[HearingEvent]) -> FinalTranscript:
+    finals = [e for e in events if isinstance(e, FinalTranscript)]
+    assert len(finals) == 1
+    return finals[0]
+
+
+def stopped(events: list[HearingEvent]) -> SpeechStopped:
+    (stop,) = [e for e in events if isinstance(e, SpeechStopped)]
+    return stop
+
+
+@pytest.mark.parametrize("text", ["What is the weather like tomorrow?", "Set a timer for ten minutes."])
+def test_the_final_pass_runs_in_the_closing_silence_and_hears_the_same_words(
+    asr: RecordingPocketsphinx, text: str,
+) -> None:
+    speech = piper_speech(text)
+    scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 1.5, snr_db=40.0, seed=3)
+    late = listen(asr, scene.audio, early_final_ms=0)
+    (at_end,) = asr.finished
+    asr.finished.clear()
+    early = listen(asr, scene.audio, early_final_ms=300)
+    (in_silence,) = asr.finished
+    stop = stopped(early)
+    # The pass ran on the turn's audio up to ~300 ms after the speech ended, not up to the
+    # endpoint 600 ms after it (audio_s counts from the turn's audio start, pre-roll included).
+    speech_s = stop.t - stop.audio_start
+    assert in_silence.audio_s == pytest.approx(speech_s + 0.3, abs=0.05)
+    assert at_end.audio_s == pytest.approx(stop.detected - stop.audio_start, abs=0.02)
+    assert at_end.audio_s - in_silence.audio_s == pytest.approx(0.3, abs=0.05)
+    # ...and the turn reads the same, with the same events in the same order.
+    assert one_final(early).text == one_final(late).text != ""
+    def turn_events(events: list[HearingEvent]) -> list[type]:
+        return [type(e) for e in events if not isinstance(e, PartialTranscript)]
+
+    assert turn_events(early) == turn_events(late)
+    assert [w.word for w in one_final(early).words] == [w.word for w in one_final(late).words]
+
+
+def test_speech_after_the_early_final_is_the_same_turns_next_words(asr: RecordingPocketsphinx) -> None:
+    first, second = piper_speech("Tell me a story about a dragon."), piper_speech("What is the time?")
+    resume_at = 0.8 + len(first) / SAMPLE_RATE + 0.45  # a 450 ms pause: past 300, short of 600
+    scene = place([(0.8, first), (resume_at, second)], resume_at + len(second) / SAMPLE_RATE + 1.5,
+                  snr_db=40.0, seed=5)
+    events = listen(asr, scene.audio, early_final_ms=300)
+    final = one_final(events)
+    assert len(asr.finished) == 2  # one piece before the pause, one after
+    before, after = asr.finished
+    assert not before.empty and not after.empty
+    assert final.text == f"{before.text} {after.text}"
+    assert [w.word for w in final.words] == [w.word for w in before.words + after.words]
+    # word times on the one audio clock: in order, the second piece's from where it was said
+    starts = [w.start for w in final.words]
+    assert starts == sorted(starts)
+    first_word_after = final.words[len(before.words)]
+    assert first_word_after.start == pytest.approx(scene.spans[1][0], abs=0.15)
+    assert final.words[len(before.words) - 1].end <= scene.spans[0][1] + 0.15
+    # partials after the pause carry what was said before it
+    partials = [e.text for e in events if isinstance(e, PartialTranscript)]
+    assert any(p.startswith(before.text + " ") for p in partials)
+    assert partials[-1] == final.text
+
+
+def test_early_final_off_keeps_one_pass_at_the_end(asr: RecordingPocketsphinx) -> None:
+    first, second = piper_speech("Tell me a story about a dragon."), piper_speech("What is the time?")
+    resume_at = 0.8 + len(first) / SAMPLE_RATE + 0.45
+    scene = place([(0.8, first), (resume_at, second)], resume_at + len(second) / SAMPLE_RATE + 1.5,
+                  snr_db=40.0, seed=5)
+    events = listen(asr, scene.audio, early_final_ms=0)
+    (only,) = asr.finished
+    assert one_final(events).text == only.text
+
+
+def test_a_phrase_grammar_is_matched_whole_at_the_turns_end(asr: RecordingPocketsphinx) -> None:
+    asr.set_grammar(["turn on the light", "play some music"])
+    try:
+        speech = piper_speech("Turn on the light.")
+        scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 1.5, snr_db=40.0, seed=7)
+        events = listen(asr, scene.audio, early_final_ms=300)
+    finally:
+        asr.set_grammar([])
+    (only,) = asr.finished
+    stop = stopped(events)
+    assert only.audio_s == pytest.approx(stop.detected - stop.audio_start, abs=0.02)
+    assert one_final(events).text == "turn on the light"
