@@ -251,18 +251,28 @@ class AlsaBackend(AudioBackend):
                     raise DeviceLostError(f"the ALSA capture device {self.capture_device!r} returned "
                                           f"no audio {failed} times in a row; reconnecting")
                 continue
+            if self._direct and len(data) == self._direct_bytes and self._mic_periods.pending == 0:
+                # 16 kHz mono S16 capture: the period as it came, without a copy.
+                return Captured(np.frombuffer(data, np.int16))
             self._push_capture(data)
         mic, loopback = self._ready.popleft()
         return Captured(mic, loopback)
 
     def write(self, pcm: Pcm) -> None:
         playback = self._require(self._playback)
-        out = self._play_resampler.process(pcm)
-        if len(out) == 0:
-            return
-        if self.playback_channels > 1:
-            out = np.repeat(out[:, None], self.playback_channels, axis=1)
-        data = out.astype("<i2", copy=False).tobytes()
+        if pcm is self._written_pcm:
+            data = self._written_bytes  # the same read-only period again (idle silence)
+        else:
+            out = self._play_resampler.process(pcm)
+            if len(out) == 0:
+                return
+            if self.playback_channels > 1:
+                out = np.repeat(out[:, None], self.playback_channels, axis=1)
+            data = out.astype("<i2", copy=False).tobytes()
+            if self._play_resampler.passthrough and pcm.base is None and not pcm.flags.writeable:
+                # An array that owns its data and cannot change, converted without state:
+                # the speaker's silent period. Kept so the idle loop converts it once.
+                self._written_pcm, self._written_bytes = pcm, data
         try:
             if playback.state() == self._xrun_state:
                 self._note_underrun()
@@ -309,6 +319,12 @@ class AlsaBackend(AudioBackend):
         self._ref_periods = FixedPeriods(self.period_samples)
         self._play_resampler = PolyphaseResampler(SAMPLE_RATE, self._actual_playback_rate)
         self._ready.clear()
+        # One 16 kHz mono S16 channel and nothing else: read() hands the bytes over as is.
+        self._direct = (self.capture_channels == 1 and self._dtype.itemsize == 2
+                        and self.reference_channel < 0 and rate == SAMPLE_RATE)
+        self._direct_bytes = self.period_samples * 2
+        self._written_pcm: Pcm | None = None
+        self._written_bytes = b""
 
     def _open_pcm(self, factory: PcmFactory, alsa: Any, pcm_type: int, device: str, *, rate: int,
                   channels: int, fmt: int, period: int) -> PcmLike:

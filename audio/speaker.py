@@ -83,6 +83,10 @@ class Speaker:
         self._offset = 0  # samples of the head segment already written
         self._timeline = 0  # samples written in total (speech and silence)
         self._latency = 0  # samples of the timeline still in the device buffer
+        # The period next_period returns while nothing is queued or sounding: one
+        # read-only array, so the idle audio thread allocates and fills nothing.
+        self._silence = np.zeros(period_samples, dtype=np.int16)
+        self._silence.flags.writeable = False
         self.on_segment_started: SegmentCallback | None = None
         self.on_segment_finished: SegmentCallback | None = None
 
@@ -128,7 +132,14 @@ class Speaker:
     # --- the audio thread -----------------------------------------------------------------
 
     def next_period(self) -> Pcm:
-        """One period of output: queued sound, then silence. Called by the audio thread."""
+        """One period of output: queued sound, then silence. Called by the audio thread.
+        While nothing is queued or sounding it is always the same read-only array of
+        zeros (:attr:`silence`), so callers can tell silence by identity."""
+        with self._lock:
+            if not self._queue and not self._sounding:
+                self._timeline += self.period_samples
+                self._latency += self.period_samples
+                return self._silence
         out = np.zeros(self.period_samples, dtype=np.int16)
         filled = 0
         with self._lock:
@@ -158,9 +169,16 @@ class Speaker:
         """Samples of what was written that are still in the device buffer."""
         with self._lock:
             self._latency = max(0, int(samples))
+            if not self._sounding:
+                return
         self._notify()
 
     # --- the cursor -------------------------------------------------------------------------
+
+    @property
+    def silence(self) -> Pcm:
+        """The read-only silent period :meth:`next_period` returns while idle."""
+        return self._silence
 
     @property
     def volume(self) -> float:
