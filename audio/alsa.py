@@ -177,6 +177,10 @@ class AlsaBackend(AudioBackend):
         self._overrun_log = _XrunLog("capture overrun", capture_device)
         self._underrun_log = _XrunLog("playback underrun", playback_device)
         self._xrun_state = -1
+        self._written_pcm: Pcm | None = None  # the last read-only period written, converted
+        self._written_bytes = b""
+        self._direct = False
+        self._direct_bytes = 0
         self._mic_weights = self._weights(self.mic_channels)
         self._ref_weights = self._weights((max(reference_channel, 0),))
         self._init_pipeline()
@@ -323,7 +327,7 @@ class AlsaBackend(AudioBackend):
         self._direct = (self.capture_channels == 1 and self._dtype.itemsize == 2
                         and self.reference_channel < 0 and rate == SAMPLE_RATE)
         self._direct_bytes = self.period_samples * 2
-        self._written_pcm: Pcm | None = None
+        self._written_pcm = None
         self._written_bytes = b""
 
     def _open_pcm(self, factory: PcmFactory, alsa: Any, pcm_type: int, device: str, *, rate: int,
