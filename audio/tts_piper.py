@@ -21,6 +21,19 @@ after a chunk longer than ``keep_chars``: one tiny run with onnxruntime's
 arena-shrinkage option frees it, and two short syntheses (``keep_chars`` / 2 and
 ``keep_chars`` characters) grow it back to what a first piece needs. The next first
 piece still meets a few thousand fresh pages (a few ms of CPU; figures in the docs).
+
+When the device is idle for a while, :meth:`PiperTts.set_idle` (called from the event
+loop; the daemon's idle policy, ``edgevoice.device.memory.IdleRelease``) asks the next
+:meth:`PiperTts.release_memory` on the TTS worker to free the arena entirely (~40 MB
+for a first piece's buffers), and ``set_idle(False)`` when someone starts speaking asks
+it to grow the arena back while they talk, before the reply's first piece needs it.
+Measured without the pre-grow, a first piece in a freed arena costs 15-40 ms more CPU
+(8 000-13 000 fresh pages), so the grow-back is what keeps first audio as fast.
+
+onnxruntime's memory patterns are off for piper: they are cached per input length and
+each one later asks the arena for one block of its whole size, which grew the arena by
+10-40 MB over a dozen first pieces; without them the CPU time of first pieces is the
+same (paired runs, median difference +0.8 ms of ~210).
 """
 
 from __future__ import annotations
@@ -64,6 +77,7 @@ def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str 
     try:
         config = PiperConfig.from_dict(json.loads(config_file.read_text(encoding="utf-8")))
         options = ort.SessionOptions()  # type: ignore[attr-defined]
+        options.enable_mem_pattern = False  # see the module docstring (memory)
         if threads > 0:  # 0: onnxruntime's default (one thread per core)
             options.intra_op_num_threads = int(threads)
             options.inter_op_num_threads = 1
@@ -111,6 +125,8 @@ class PiperTts(TtsEngine):
         self.voice = load_piper_voice(self.model_path, threads)
         self.keep_chars = keep_chars
         self.longest_chars = 0  # the longest chunk since the arena was last sized
+        self._idle = False  # asked by set_idle(): free the whole arena at the next release
+        self._arena_freed = False  # released while idle, not grown back to a first piece's size
         self.native_rate = int(self.voice.config.sample_rate)
         self._voice_name = voice_name or self.model_path.name.removesuffix(".onnx")
         from piper.config import SynthesisConfig
@@ -121,12 +137,40 @@ class PiperTts(TtsEngine):
     def name(self) -> str:
         return self._voice_name
 
+    def set_idle(self, idle: bool) -> None:
+        """Idle: the next :meth:`release_memory` frees the whole arena. Not idle (someone
+        started talking): the next one grows it back to a first piece's size if it was
+        freed. Only sets a flag (any thread); the work is done by :meth:`release_memory`
+        on the TTS worker, so the last request wins."""
+        self._idle = idle
+
     def release_memory(self) -> bool:
-        """After a chunk longer than ``keep_chars``: shrink onnxruntime's arena and grow
-        it back to a first piece's size (see the module docstring). Blocking (~two short
-        syntheses); True when it did. Call it when no reply is being spoken."""
+        """Bring the arena to what is asked (see the module docstring): idle, free it
+        all; else, after it was freed, grow it back; else, after a chunk longer than
+        ``keep_chars``, shrink it and grow it back to a first piece's size. Blocking (up
+        to two short syntheses); True when memory was given back (then trim the heap).
+        Call it on the TTS worker when no reply is being synthesized."""
+        if self._idle:
+            if self._arena_freed:
+                return False
+            self._shrink()
+            self._arena_freed = True
+            self.longest_chars = 0
+            _LOGGER.debug("piper arena freed while idle")
+            return True
+        if self._arena_freed:
+            self._regrow()
+            _LOGGER.debug("piper arena grown back for a first piece")
+            return False
         if self.longest_chars <= self.keep_chars:
             return False
+        self._shrink()
+        self._regrow()
+        _LOGGER.debug("piper arena shrunk after a %d-character chunk", self.longest_chars)
+        return True
+
+    def _shrink(self) -> None:
+        """One tiny synthesis with the arena-shrinkage run option: the arena frees its regions."""
         session = self.voice.session
         session.shrink = True
         try:
@@ -134,18 +178,21 @@ class PiperTts(TtsEngine):
                 pass
         finally:
             session.shrink = False
+
+    def _regrow(self) -> None:
         # Half the length, then the whole: measured to leave an arena in which first
         # pieces find most of their buffers (2 000-6 000 page faults; one synthesis
         # alone left ~10 000 on some sentences).
         for length in (self.keep_chars // 2, self.keep_chars):
             for _chunk in self.voice.synthesize(_rewarm_text(length), self.syn_config):
                 pass
-        _LOGGER.debug("piper arena shrunk after a %d-character chunk", self.longest_chars)
         self.longest_chars = len(_rewarm_text(self.keep_chars))
-        return True
+        self._arena_freed = False
 
     def synthesize(self, text: str) -> TtsAudio:
         self.longest_chars = max(self.longest_chars, len(text))
+        if len(text) >= self.keep_chars:
+            self._arena_freed = False  # this synthesis grows it to a first piece's size
         started = time.monotonic()
         native: list[np.ndarray[Any, Any]] = []
         groups: list[tuple[int, list[int]]] = []  # (samples, phonemes per word) per piper chunk

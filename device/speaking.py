@@ -43,7 +43,7 @@ from edgevoice.audio.speaker import SegmentProgress, Speaker
 from edgevoice.audio.tts import Synthesizer, TtsAudio, shift_word_ends
 from edgevoice.device.config.schema import TtsConfig
 from edgevoice.device.events import EventBus, EventType
-from edgevoice.device.memory import release_memory
+from edgevoice.device.memory import IdleRelease, release_memory
 from edgevoice.errors import EdgeVoiceError
 
 _LOGGER = logging.getLogger(__name__)
@@ -360,6 +360,9 @@ def reply_speaker(speaker: Speaker, synthesizer: Synthesizer, bus: EventBus, tts
     """A :class:`ReplySpeaker` with the ``[tts]`` section's splitter limits and gap."""
     replies = ReplySpeaker(speaker, synthesizer, bus)
     apply_splitting(replies, tts)
+    # Memory: piper's first-piece buffers freed while idle, grown back on listening
+    # (device/memory.py, docs/runtime.md "Memory"); the bus keeps it alive.
+    IdleRelease(bus, synthesizer, tts.idle_release_s)
     return replies
 
 
