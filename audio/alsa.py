@@ -239,6 +239,14 @@ class AlsaBackend(AudioBackend):
                      self.playback_channels, self._actual_playback_rate, self._playback_buffer)
 
     def read(self) -> Captured:
+        captured = self.read_raw()
+        if isinstance(captured, bytes):
+            return Captured(np.frombuffer(captured, np.int16))
+        return captured
+
+    def read_raw(self) -> Captured | bytes:
+        """One period: the device's bytes as they came when the capture is 16 kHz mono
+        S16 (see :meth:`AudioBackend.read_raw`), otherwise converted as :meth:`read`."""
         capture = self._require(self._capture)
         failed = 0
         while not self._ready:
@@ -256,8 +264,7 @@ class AlsaBackend(AudioBackend):
                                           f"no audio {failed} times in a row; reconnecting")
                 continue
             if self._direct and len(data) == self._direct_bytes and self._mic_periods.pending == 0:
-                # 16 kHz mono S16 capture: the period as it came, without a copy.
-                return Captured(np.frombuffer(data, np.int16))
+                return data  # 16 kHz mono S16: the period is already what the front end takes
             self._push_capture(data)
         mic, loopback = self._ready.popleft()
         return Captured(mic, loopback)
@@ -323,7 +330,7 @@ class AlsaBackend(AudioBackend):
         self._ref_periods = FixedPeriods(self.period_samples)
         self._play_resampler = PolyphaseResampler(SAMPLE_RATE, self._actual_playback_rate)
         self._ready.clear()
-        # One 16 kHz mono S16 channel and nothing else: read() hands the bytes over as is.
+        # One 16 kHz mono S16 channel and nothing else: read_raw() hands the bytes over as is.
         self._direct = (self.capture_channels == 1 and self._dtype.itemsize == 2
                         and self.reference_channel < 0 and rate == SAMPLE_RATE)
         self._direct_bytes = self.period_samples * 2

@@ -63,6 +63,14 @@ class AudioBackend(ABC):
         """Block for one period of capture. Raises ``DeviceLostError`` when the device
         is gone and ``EndOfInput`` when a finite source is exhausted."""
 
+    def read_raw(self) -> Captured | bytes:
+        """:meth:`read`, except that a backend whose capture already is 16 kHz mono S16
+        with no loopback channel may return the period's bytes as the device gave them.
+        The duplex loop then makes the array on its consumer's thread, where a burst of
+        periods runs on warm caches, instead of on the audio thread right after each
+        wake-up. The default is :meth:`read`."""
+        return self.read()
+
     @abstractmethod
     def write(self, pcm: Pcm) -> None:
         """Queue one period (``period_samples`` samples) for playback."""

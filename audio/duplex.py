@@ -18,6 +18,12 @@ the device buffer (``backend.output_latency_samples()``), and hands
 written in that iteration (aligned to the mic by construction, with the device's fixed
 delay) or, when the backend captures a hardware loopback channel, that channel.
 
+The thread does as little as it can after each wake-up: it wakes 100 times a second
+into cold caches, where every line costs several times what it costs in a burst. It
+queues plain ``(index, mic, reference)`` tuples, and where the backend hands over the
+capture's bytes (:meth:`AudioBackend.read_raw`: 16 kHz mono S16) the mic array and the
+``DuplexFrame`` are made when the consumer takes the frames, a batch at a time.
+
 Hand-over. Frames go through a bounded queue (``queue_periods``). With a paced backend
 (real devices, the room at speed > 0) the audio thread never blocks on it: when the
 consumer falls behind the oldest frame is dropped and counted (``audio.queue_dropped``,
@@ -47,9 +53,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from edgevoice.audio.backend import AudioBackend
 from edgevoice.audio.errors import AudioDeviceError, EndOfInput
-from edgevoice.audio.frames import SAMPLE_RATE, DuplexFrame
+from edgevoice.audio.frames import SAMPLE_RATE, DuplexFrame, Pcm
 from edgevoice.audio.speaker import Speaker
 
 _LOGGER = logging.getLogger(__name__)
@@ -62,6 +70,17 @@ EVENT_XRUN = "audio.xrun"
 EVENT_QUEUE_DROPPED = "audio.queue_dropped"
 
 EventCallback = Callable[[str, dict[str, Any]], None]
+
+# What the audio thread queues: (index, mic array or its S16 bytes, reference).
+_Item = tuple[int, Pcm | bytes, Pcm]
+
+
+def _frame(item: _Item) -> DuplexFrame:
+    """The frame of one queued item (on the consumer's thread)."""
+    index, mic, reference = item
+    if isinstance(mic, bytes):
+        return DuplexFrame(index, np.frombuffer(mic, np.int16), reference)
+    return DuplexFrame(index, mic, reference)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +130,7 @@ class DuplexLoop:
         self._space = threading.Condition(self._lock)
         self._available = threading.Condition(self._lock)  # for a consumer thread (take)
         self._sync_wanted = 0  # frames a consumer thread waits for (take); 0: none waits
-        self._queue: deque[DuplexFrame] = deque()
+        self._queue: deque[_Item] = deque()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -201,18 +220,18 @@ class DuplexLoop:
         while True:
             with self._lock:
                 if self._queue:
-                    frame: DuplexFrame | None = self._queue.popleft()
+                    item: _Item | None = self._queue.popleft()
                     self._space.notify()
                 else:
-                    frame = None
+                    item = None
                     if self._finished:
                         return
                     wake.clear()
                     self._consumer_waiting = True
-            if frame is None:
+            if item is None:
                 await wake.wait()
                 continue
-            yield frame
+            yield _frame(item)
 
     def take(self, timeout: float, at_least: int = 1) -> list[DuplexFrame] | None:
         """For a consumer *thread* (instead of :meth:`frames`): every frame queued so far,
@@ -233,10 +252,10 @@ class DuplexLoop:
                 self._sync_wanted = 0
             if not self._queue:
                 return None if self._finished else []
-            frames = list(self._queue)
+            items = list(self._queue)
             self._queue.clear()
             self._space.notify_all()
-            return frames
+        return [_frame(item) for item in items]
 
     def _wake_consumer(self) -> None:
         wake, loop = self._wake, self._loop
@@ -285,18 +304,37 @@ class DuplexLoop:
             self._finish()
 
     def _iterate(self) -> None:
+        # One straight run, no helper calls on the usual path (see the module docstring).
         started = time.perf_counter()
         cpu_started = time.thread_time()
-        backend = self.backend
-        captured = backend.read()
-        out = self.speaker.next_period()
+        backend, speaker = self.backend, self.speaker
+        captured = backend.read_raw()
+        out = speaker.next_period()
         backend.write(out)
-        self.speaker.set_output_latency(backend.output_latency_samples())
-        reference = captured.loopback if captured.loopback is not None else out
-        frame = DuplexFrame(self._index, captured.mic, reference)
+        speaker.set_output_latency(backend.output_latency_samples())
+        item: _Item
+        if isinstance(captured, bytes):
+            item = (self._index, captured, out)
+        else:
+            loopback = captured.loopback
+            item = (self._index, captured.mic, out if loopback is None else loopback)
         self._index += 1
-        elapsed, wake = self._deliver(frame, started)
-        self._report_counters()
+        queue = self._queue
+        with self._lock:
+            elapsed = time.perf_counter() - started  # without any wait for room
+            if len(queue) >= self.queue_periods and not self._make_room():
+                return
+            queue.append(item)
+            self._frames += 1
+            wanted = self._sync_wanted
+            if wanted and len(queue) >= wanted:
+                self._available.notify()
+            wake = self._consumer_waiting
+            self._consumer_waiting = False
+        stats = backend.stats
+        if (stats.overruns + stats.underruns != self._reported_xruns
+                or self._dropped != self._reported_dropped):
+            self._report_counters()
         cpu_now = time.thread_time()
         self._max_iteration = max(self._max_iteration, elapsed)
         self._max_iteration_cpu = max(self._max_iteration_cpu, cpu_now - cpu_started)
@@ -306,27 +344,16 @@ class DuplexLoop:
             # event loop wakes up to take the frame.
             self._wake_consumer()
 
-    def _deliver(self, frame: DuplexFrame, started: float) -> tuple[float, bool]:
-        """Queue one frame. Returns the iteration's working time so far (without waiting
-        for room) and whether the consumer is waiting to be woken."""
-        with self._lock:
-            elapsed = time.perf_counter() - started
-            if len(self._queue) >= self.queue_periods:
-                if self.backend.paced:
-                    self._queue.popleft()
-                    self._dropped += 1
-                else:
-                    while len(self._queue) >= self.queue_periods and not self._stopping.is_set():
-                        self._space.wait(0.5)
-                    if self._stopping.is_set():
-                        return elapsed, False
-            self._queue.append(frame)
-            self._frames += 1
-            if self._sync_wanted and len(self._queue) >= self._sync_wanted:
-                self._available.notify()
-            wake = self._consumer_waiting
-            self._consumer_waiting = False
-        return elapsed, wake
+    def _make_room(self) -> bool:
+        """The queue is full (called holding the lock): drop the oldest frame (paced) or
+        wait for the consumer (virtual time). False when stopping while waiting."""
+        if self.backend.paced:
+            self._queue.popleft()
+            self._dropped += 1
+            return True
+        while len(self._queue) >= self.queue_periods and not self._stopping.is_set():
+            self._space.wait(0.5)
+        return not self._stopping.is_set()
 
     def _report_counters(self) -> None:
         stats = self.backend.stats

@@ -131,3 +131,48 @@ async def test_idle_duplex_frames_carry_the_shared_silence_as_reference(
     assert [f.index for f in got] == list(range(30))
     assert all(f.reference is speaker.silence for f in got)
     assert np.array_equal(np.concatenate([f.mic for f in got]), frames[: 30 * P])
+
+
+def test_read_raw_hands_over_bytes_only_for_16k_mono_s16(alsa_devices: AlsaDevices,
+                                                        tmp_path: Path) -> None:
+    mono = write_raw(tmp_path / "mono.raw", _ramp(10 * P)[:, None])
+    direct = AlsaBackend(P, capture_device=alsa_devices.mic(mono, 1), playback_device=alsa_devices.null,
+                         paced=False)
+    with direct:
+        raw = direct.read_raw()
+        assert isinstance(raw, bytes) and len(raw) == 2 * P
+        assert np.array_equal(np.frombuffer(raw, np.int16), _ramp(P))
+    two = np.stack([_ramp(10 * P), -_ramp(10 * P)], axis=1)
+    stereo = write_raw(tmp_path / "two.raw", two)
+    picked = AlsaBackend(P, capture_device=alsa_devices.mic(stereo, 2), capture_channels=2,
+                         mic_channels=(1,), playback_device=alsa_devices.null, paced=False)
+    with picked:
+        captured = picked.read_raw()
+        assert not isinstance(captured, bytes)
+        assert np.array_equal(captured.mic, two[:P, 1])
+
+
+def test_a_consumer_thread_takes_the_same_frames_in_batches(alsa_devices: AlsaDevices,
+                                                            tmp_path: Path) -> None:
+    frames = _ramp(60 * P)
+    mic = write_raw(tmp_path / "mic.raw", frames[:, None])
+    backend = AlsaBackend(P, capture_device=alsa_devices.mic(mic, 1),
+                          playback_device=alsa_devices.speaker(tmp_path / "o.raw"), paced=False)
+    speaker = Speaker(P)
+    speaker.enqueue(np.full(3 * P, 9, np.int16), utterance_id="u")
+    duplex = DuplexLoop(backend, speaker, queue_periods=8)
+    loop = asyncio.new_event_loop()  # unused by take(); start() wants one for events
+    duplex.start(loop)
+    got: list = []
+    try:
+        while len(got) < 40:
+            batch = duplex.take(2.0, at_least=4)
+            assert batch, "the audio thread stopped handing over frames"
+            got.extend(batch)
+    finally:
+        duplex.stop()
+        loop.close()
+    assert [f.index for f in got] == list(range(len(got)))
+    assert np.array_equal(np.concatenate([f.mic for f in got]), frames[: len(got) * P])
+    assert all(np.all(f.reference == 9) for f in got[:3])  # what was written, period by period
+    assert all(f.reference is speaker.silence for f in got[4:])
