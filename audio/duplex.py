@@ -128,7 +128,12 @@ class DuplexLoop:
         self.xrun_event_interval_s = float(xrun_event_interval_s)
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
-        self._available = threading.Condition(self._lock)  # for a consumer thread (take)
+        # A consumer thread (take) waits on a plain lock that the audio thread releases
+        # once enough frames are queued: one C call on the audio thread, where a
+        # Condition's notify runs a dozen lines of Python. Held ("no signal") whenever
+        # _sync_wanted is set; both change only under _lock.
+        self._signal = threading.Lock()
+        self._signal.acquire()
         self._sync_wanted = 0  # frames a consumer thread waits for (take); 0: none waits
         self._queue: deque[_Item] = deque()
         self._stopping = threading.Event()
@@ -242,14 +247,19 @@ class DuplexLoop:
         front end costs a third less CPU in batches of three periods than one by one."""
         wanted = max(1, min(at_least, self.queue_periods))
         deadline = time.monotonic() + timeout
-        with self._lock:
-            while len(self._queue) < wanted and not self._finished:
+        signal = self._signal
+        while True:
+            with self._lock:
+                if len(self._queue) >= wanted or self._finished:
+                    break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
+                signal.acquire(blocking=False)  # drop a signal left over from a timeout
                 self._sync_wanted = wanted
-                self._available.wait(remaining)
-                self._sync_wanted = 0
+            signal.acquire(timeout=remaining)
+        with self._lock:
+            self._sync_wanted = 0
             if not self._queue:
                 return None if self._finished else []
             items = list(self._queue)
@@ -268,7 +278,7 @@ class DuplexLoop:
     def _finish(self) -> None:
         with self._lock:
             self._finished = True
-            self._available.notify_all()
+            self._release_consumer()
             waiting = self._consumer_waiting
             self._consumer_waiting = False
         if waiting:
@@ -328,7 +338,8 @@ class DuplexLoop:
             self._frames += 1
             wanted = self._sync_wanted
             if wanted and len(queue) >= wanted:
-                self._available.notify()
+                self._sync_wanted = 0
+                self._signal.release()
             wake = self._consumer_waiting
             self._consumer_waiting = False
         stats = backend.stats
@@ -343,6 +354,12 @@ class DuplexLoop:
             # Last, so this thread is back in read() (without the GIL) when the
             # event loop wakes up to take the frame.
             self._wake_consumer()
+
+    def _release_consumer(self) -> None:
+        """Wake a consumer thread waiting in :meth:`take` (called holding the lock)."""
+        if self._sync_wanted:
+            self._sync_wanted = 0
+            self._signal.release()
 
     def _make_room(self) -> bool:
         """The queue is full (called holding the lock): drop the oldest frame (paced) or
