@@ -28,7 +28,10 @@ loop; the daemon's idle policy, ``edgevoice.device.memory.IdleRelease``) asks th
 for a first piece's buffers), and ``set_idle(False)`` when someone starts speaking asks
 it to grow the arena back while they talk, before the reply's first piece needs it.
 Measured without the pre-grow, a first piece in a freed arena costs 15-40 ms more CPU
-(8 000-13 000 fresh pages), so the grow-back is what keeps first audio as fast.
+(8 000-13 000 fresh pages), so the grow-back is what keeps first audio as fast. The
+grow-back (two runs of the model from phoneme ids, ~300 ms of CPU) runs on a helper
+thread at nice 19: on the TTS worker it competed with the recognizer finishing the
+turn and delayed the ASR final by up to 450 ms on this loaded 2-core machine.
 
 onnxruntime's memory patterns are off for piper: they are cached per input length and
 each one later asks the arena for one block of its whole size, which grew the arena by
@@ -39,6 +42,9 @@ same (paired runs, median difference +0.8 ms of ~210).
 from __future__ import annotations
 
 import logging
+import os
+import queue
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -132,6 +138,14 @@ class PiperTts(TtsEngine):
         from piper.config import SynthesisConfig
 
         self.syn_config = SynthesisConfig(length_scale=length_scale, volume=volume)
+        # The grow-back's inputs, phonemized now (espeak is used by one thread only).
+        self._grow_ids = [ids for length in (keep_chars // 2, keep_chars)
+                          for ids in self._phoneme_ids(_rewarm_text(length))]
+        self._arena_lock = threading.Lock()  # a shrink and a grow-back never overlap
+        self._grow_requests: queue.SimpleQueue[bool] = queue.SimpleQueue()
+        self._grower: threading.Thread | None = None
+        self._grown = threading.Event()  # no grow-back pending
+        self._grown.set()
 
     @property
     def name(self) -> str:
@@ -153,19 +167,22 @@ class PiperTts(TtsEngine):
         if self._idle:
             if self._arena_freed:
                 return False
-            self._shrink()
+            with self._arena_lock:  # after a grow-back still running
+                self._shrink()
             self._arena_freed = True
             self.longest_chars = 0
             _LOGGER.debug("piper arena freed while idle")
             return True
         if self._arena_freed:
-            self._regrow()
-            _LOGGER.debug("piper arena grown back for a first piece")
+            self._arena_freed = False
+            self._grow_in_background()
             return False
         if self.longest_chars <= self.keep_chars:
             return False
-        self._shrink()
-        self._regrow()
+        with self._arena_lock:
+            self._shrink()
+            self.longest_chars = 0
+            self._regrow()
         _LOGGER.debug("piper arena shrunk after a %d-character chunk", self.longest_chars)
         return True
 
@@ -182,12 +199,53 @@ class PiperTts(TtsEngine):
     def _regrow(self) -> None:
         # Half the length, then the whole: measured to leave an arena in which first
         # pieces find most of their buffers (2 000-6 000 page faults; one synthesis
-        # alone left ~10 000 on some sentences).
-        for length in (self.keep_chars // 2, self.keep_chars):
-            for _chunk in self.voice.synthesize(_rewarm_text(length), self.syn_config):
-                pass
-        self.longest_chars = len(_rewarm_text(self.keep_chars))
-        self._arena_freed = False
+        # alone left ~10 000 on some sentences). From phoneme ids: no espeak, so any thread.
+        for ids in self._grow_ids:
+            self.voice.phoneme_ids_to_audio(ids, self.syn_config)
+        self.longest_chars = max(self.longest_chars, len(_rewarm_text(self.keep_chars)))
+
+    def _phoneme_ids(self, text: str) -> list[list[int]]:
+        return [self.voice.phonemes_to_ids(phonemes) for phonemes in self.voice.phonemize(text)]
+
+    def _grow_in_background(self) -> None:
+        """Grow the arena back on a helper thread at the lowest CPU priority (nice 19), so
+        it takes no CPU from the recognizer finishing the person's turn; onnxruntime runs
+        one session from several threads, and a reply's first piece synthesized
+        meanwhile on the worker simply finds part of the arena grown."""
+        if self._grower is None:
+            self._grower = threading.Thread(target=self._grow_loop, name="tts-arena", daemon=True)
+            self._grower.start()
+        self._grown.clear()
+        self._grow_requests.put(True)
+
+    def wait_grown(self, timeout: float | None = None) -> bool:
+        """Wait until no grow-back is pending (benchmarks, tests); False on timeout."""
+        return self._grown.wait(timeout)
+
+    def _grow_loop(self) -> None:
+        try:  # only this thread: Linux gives each thread its own nice value
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        except (AttributeError, OSError) as err:
+            _LOGGER.debug("cannot lower the arena thread's priority: %s", err)
+        while self._grow_requests.get():
+            started = time.monotonic()
+            with self._arena_lock:
+                try:
+                    if not self._idle:  # not idle again before it ran
+                        self._regrow()
+                        _LOGGER.debug("piper arena grown back in %.0f ms",
+                                      (time.monotonic() - started) * 1000.0)
+                except Exception as err:  # a helper thread: log, keep serving
+                    _LOGGER.warning("piper arena grow-back failed: %s", err)
+                finally:
+                    if self._grow_requests.empty():
+                        self._grown.set()
+
+    def close(self) -> None:
+        if self._grower is not None:
+            self._grow_requests.put(False)
+            self._grower.join(timeout=10.0)
+            self._grower = None
 
     def synthesize(self, text: str) -> TtsAudio:
         self.longest_chars = max(self.longest_chars, len(text))

