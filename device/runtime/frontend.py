@@ -85,6 +85,10 @@ class FrontEnd:
         self._controls: deque[Control] = deque()
         self._lock = threading.Lock()
         self._stats: AecStats | None = None
+        # The last reference found silent that cannot change (an array that owns its
+        # data, read-only): the speaker's idle silence, the same object every period,
+        # so the idle front end need not scan it for sound 100 times a second.
+        self._silent_reference: Pcm | None = None
 
     def control(self, action: Control) -> None:
         """Queue a change to the listener (applied before the next frame)."""
@@ -97,15 +101,16 @@ class FrontEnd:
         ``idle`` (nobody talking, nothing playing) lets the VAD skip a quiet room."""
         self._recorder.economy = idle
         events: list[HearingEvent] = []
-        with self._lock:
-            controls = list(self._controls)
-            self._controls.clear()
-        for action in controls:
-            events.extend(action(self.listener))
+        if self._controls:  # rarely anything: the lock only then
+            with self._lock:
+                controls = list(self._controls)
+                self._controls.clear()
+            for action in controls:
+                events.extend(action(self.listener))
         clean, linear = ((frame.mic, None) if self.canceller is None
                          else self._cancel(frame.mic, frame.reference))
         events.extend(self.listener.process(clean, linear))
-        far_end = bool(frame.reference.any())
+        far_end = self._far_end(frame.reference)
         windows = tuple(self._recorder.take())
         taken: BargeIn | None = None
         if windows:
@@ -121,6 +126,15 @@ class FrontEnd:
                     taken = taken or self.barge_in.words(len(event.text.split()))
         return FrontResult(frame.index, frame.end_s, tuple(events), windows, frame.mic, far_end,
                            self._stats, taken)
+
+    def _far_end(self, reference: Pcm) -> bool:
+        """Whether the reference carries any sound."""
+        if reference is self._silent_reference:
+            return False
+        sounding = bool(reference.any())
+        if not sounding and reference.base is None and not reference.flags.writeable:
+            self._silent_reference = reference
+        return sounding
 
     def _cancel(self, mic: Pcm, reference: Pcm) -> tuple[Pcm, Pcm | None]:
         """The canceller's output and, where the engine has one, its linear output (before
