@@ -66,6 +66,8 @@ _PCM_SCALE_SQ = 2.0 ** -30  # energy of int16-scaled samples -> of float samples
 _SETTLED = 1e-30  # residual-echo estimate below which the suppressor's gains are exactly 1
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
+# ndarray.sum without its Python-level wrapper (the same pairwise sum, bit for bit)
+_sum = np.add.reduce
 
 
 
@@ -123,6 +125,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._tmp_c = np.empty((self._k, _F), dtype=_CPLX)
         self._conj_x = np.empty((self._k, _F), dtype=_CPLX)
         self._tmp_r = np.empty((self._k, _F), dtype=_REAL)
+        self._tmp_pairs = np.empty((self._k, 2 * _F), dtype=_REAL)
         self._mu_c = np.zeros((self._k, _F), dtype=_CPLX)
         self._tmp_f = np.empty(_F, dtype=_REAL)
         self._expected = np.empty(_F, dtype=_REAL)
@@ -146,6 +149,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._xbuf = self._x_in[0]
         self._constrained: tuple[int, int] | None = None  # (main, shadow) partitions waiting
         self._W: _Complex = np.zeros((k, _F), dtype=_CPLX)
+        self._w_pairs = self._W.view(_REAL)  # (k, 2F): real and imaginary parts interleaved
         self._P = np.full((k, _F), self._p_initial, dtype=_REAL)
         self._Ws: _Complex = np.zeros((self._ks, _F), dtype=_CPLX)
         self._WX: _Complex = np.zeros((2, _F), dtype=_CPLX)
@@ -240,7 +244,7 @@ class EdgevoiceCanceller(EchoCanceller):
         # the reference power: its smoothed total sets the regularisation, the total over
         # the filter's reach says whether the far end is active (per-row sums kept in
         # step with the history, so neither needs a pass over the arrays)
-        p0_sum = float(p0.sum())
+        p0_sum = float(_sum(p0))
         self._power_sum = 0.9 * self._power_sum + 0.1 * p0_sum
         self._delta = 1e-4 * _M + 0.01 * self._power_sum / _F
         at = self._row_at = (self._row_at - 1) % self._k
@@ -414,7 +418,12 @@ class EdgevoiceCanceller(EchoCanceller):
         self._P *= mu
         self._noise_at = (self._noise_at + 1) % 4
         if self._noise_at == 0:  # process noise, added every 4th block (4x): same model, cheaper
-            self._P += (4.0 * (1.0 - a2)) * (self._W.real ** 2 + self._W.imag ** 2)
+            # |W|^2 from W's (real, imag) pairs: the same sums as W.real**2 + W.imag**2,
+            # without their four temporaries
+            squares = np.multiply(self._w_pairs, self._w_pairs, out=self._tmp_pairs)
+            noise = np.add(squares[:, ::2], squares[:, 1::2], out=mu)
+            noise *= 4.0 * (1.0 - a2)
+            self._P += noise
         ks = self._ks
         shadow_power = self._ones_r[:ks] @ pxk[:ks]
         shadow_power += self._delta
@@ -480,7 +489,7 @@ class EdgevoiceCanceller(EchoCanceller):
         # When the error holds far more than the expected residual echo, someone is
         # talking: overestimate less there, so the near end keeps its weak bins.
         error = np.maximum(pe, self._pe_s, out=rs_err[1])
-        sums = rs_err.sum(axis=1)
+        sums = _sum(rs_err, axis=1)
         talk = float(sums[1]) / (float(sums[0]) + 1e-12)
         self._talking = talk >= self._talk_ratio
         over = self._over_talk if self._talking else self._over
