@@ -43,6 +43,8 @@ class DelayEstimator:
         self._hann = np.hanning(window)
         # the windowed mic and the reference, zero-padded: one FFT for both
         self._spec_in = np.zeros((2, self._nfft))
+        self._spectra = np.empty((2, self._nfft // 2 + 1), dtype=np.complex128)
+        self._corr = np.empty(self._nfft)
         # the periods since the last hop, mic in row 0 and reference in row 1
         self._pending = np.zeros((2, 0))
         self._filled = 0
@@ -115,7 +117,7 @@ class DelayEstimator:
         spec_in = self._spec_in
         np.multiply(self._mic, self._hann, out=spec_in[0, : self._window])
         spec_in[1, : self._ref_len] = self._ref
-        mic_spec, ref_spec = rfft(spec_in)
+        mic_spec, ref_spec = rfft(spec_in, out=self._spectra)
         self._cross *= self._smoothing
         # (1 - smoothing) * conj(mic) * ref, in that order, without temporaries
         update = np.conjugate(mic_spec, out=mic_spec)
@@ -124,7 +126,7 @@ class DelayEstimator:
         self._cross += update
         self._active_hops += 1
         weighted = self._cross / (np.abs(self._cross) + 1e-12)
-        corr = irfft(weighted)[: self._max_lag + 1]
+        corr = irfft(weighted, out=self._corr)[: self._max_lag + 1]
         # corr[k] peaks at k = max_lag - delay (the reference window starts max_lag earlier).
         score = np.abs(corr[::-1])
         peak = int(np.argmax(score))

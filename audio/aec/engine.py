@@ -126,6 +126,16 @@ class EdgevoiceCanceller(EchoCanceller):
         self._conj_x = np.empty((self._k, _F), dtype=_CPLX)
         self._tmp_r = np.empty((self._k, _F), dtype=_REAL)
         self._tmp_pairs = np.empty((self._k, 2 * _F), dtype=_REAL)
+        # the per-period FFTs' outputs (valid until the next period)
+        self._x_spectra = np.empty((3, _F), dtype=_CPLX)
+        self._echo_frames = np.empty((2, _M), dtype=_REAL)
+        self._spectra = np.empty((3, _F), dtype=_CPLX)
+        self._times = np.empty((3, _M), dtype=_REAL)
+        self._p0 = np.empty(_F, dtype=_REAL)
+        self._powers = np.empty((3, _F), dtype=_REAL)
+        self._step = np.empty(_F, dtype=_CPLX)
+        self._gain_buf = np.empty(_F, dtype=_REAL)  # the suppressor's gains (kept as _last_gain)
+        self._out = np.empty(_N, dtype=_REAL)
         self._mu_c = np.zeros((self._k, _F), dtype=_CPLX)
         self._tmp_f = np.empty(_F, dtype=_REAL)
         self._expected = np.empty(_F, dtype=_REAL)
@@ -235,10 +245,10 @@ class EdgevoiceCanceller(EchoCanceller):
         if self._constrained is None:
             X = self._xh.push(rfft(xbuf))
         else:
-            spectra = rfft(self._x_in)
+            spectra = rfft(self._x_in, out=self._x_spectra)
             X = self._xh.push(spectra[0])
             self._store_constrained(spectra[1:])
-        p0 = np.abs(X[0])
+        p0 = np.abs(X[0], out=self._p0)
         p0 *= p0
         pxk = self._ph.push(p0)
         # the reference power: its smoothed total sets the regularisation, the total over
@@ -261,7 +271,7 @@ class EdgevoiceCanceller(EchoCanceller):
         np.matmul(self._ones_c[:ks], tmp[:ks], out=wx[1])
         fft_in = self._fft_in
         err = fft_in[::2, _N:]  # the main and the shadow filter's error, zero-padded
-        np.subtract(d, irfft(wx)[:, _N:], out=err)
+        np.subtract(d, irfft(wx, out=self._echo_frames)[:, _N:], out=err)
         e = err[0]
         es = err[1]
         e_energy = float(e @ e)
@@ -283,8 +293,8 @@ class EdgevoiceCanceller(EchoCanceller):
         if not far:
             return self._finish_alone(d, rfft(fft_in[1]))
         # one forward FFT: the main error, the suppressor's frame, the shadow error
-        spectra = rfft(fft_in)
-        powers = np.abs(spectra)
+        spectra = rfft(fft_in, out=self._spectra)
+        powers = np.abs(spectra, out=self._powers)
         powers *= powers
         smooth = self._smooth  # the Kalman filter's and the suppressor's error powers
         smooth += powers[:2]
@@ -428,7 +438,7 @@ class EdgevoiceCanceller(EchoCanceller):
         shadow_power = self._ones_r[:ks] @ pxk[:ks]
         shadow_power += self._delta
         np.divide(0.5, shadow_power, out=shadow_power)
-        step = Es * shadow_power  # 0.5 Es / (power + delta)
+        step = np.multiply(Es, shadow_power, out=self._step)  # 0.5 Es / (power + delta)
         self._Ws += np.multiply(conj_x[:ks], step, out=grad[:ks])
 
     def _store_constrained(self, spectra: _Complex) -> None:
@@ -493,7 +503,7 @@ class EdgevoiceCanceller(EchoCanceller):
         talk = float(sums[1]) / (float(sums[0]) + 1e-12)
         self._talking = talk >= self._talk_ratio
         over = self._over_talk if self._talking else self._over
-        gain: _Floats = over * r_s
+        gain: _Floats = np.multiply(over, r_s, out=self._gain_buf)
         error += 1e-12
         gain /= error
         np.subtract(1.0, gain, out=gain)
@@ -523,7 +533,7 @@ class EdgevoiceCanceller(EchoCanceller):
             ifft_in[0] = self._W[j]
             ifft_in[1] = self._Ws[js]
             np.multiply(spectrum, gain, out=ifft_in[2])
-            times = irfft(ifft_in)
+            times = irfft(ifft_in, out=self._times)
             # keep the first half of the taps (the second half of _x_in's rows stays 0);
             # transformed back with the next period's input frame
             self._x_in[1:, :_N] = times[:2, :_N]
@@ -535,7 +545,7 @@ class EdgevoiceCanceller(EchoCanceller):
             frame = irfft(spectrum * gain)
         # the synthesis window carries the int16 scale (2**15: exact in floating point)
         frame *= self._window_pcm
-        out = self._ola + frame[:_N]
+        out = np.add(self._ola, frame[:_N], out=self._out)
         self._ola[:] = frame[_N:]
         # Echo removed, measured only while the far end talks alone (by the suppressor's
         # judgement), so a person talking over the device does not read as a failing

@@ -9,6 +9,7 @@ public functions are used. Either way the results are identical.
 
     spectra = rfft(frames)          # (..., n) float64 -> (..., n // 2 + 1) complex128
     frames = irfft(spectra)         # (..., m) complex128 -> (..., 2 * (m - 1)) float64
+    rfft(frames, out=spectra)       # into a preallocated array (the per-period calls)
     (float32 in, complex64 out and back: single precision throughout)
 """
 
@@ -35,28 +36,36 @@ def _load_ufuncs() -> Any:
 _ufuncs: Any = _load_ufuncs()
 
 
-def public_rfft(a: _Floats) -> _Complex:
-    out: _Complex = np.fft.rfft(a, axis=-1)
+def public_rfft(a: _Floats, out: _Complex | None = None) -> _Complex:
+    spec: _Complex = np.fft.rfft(a, axis=-1)
+    if out is None:
+        return spec
+    out[...] = spec
     return out
 
 
-def public_irfft(a: _Complex) -> _Floats:
-    out: _Floats = np.fft.irfft(a, axis=-1)
+def public_irfft(a: _Complex, out: _Floats | None = None) -> _Floats:
+    frames: _Floats = np.fft.irfft(a, axis=-1)
+    if out is None:
+        return frames
+    out[...] = frames
     return out
 
 
-def _direct_rfft(a: _Floats) -> _Complex:
+def _direct_rfft(a: _Floats, out: _Complex | None = None) -> _Complex:
     n = a.shape[-1]
-    out: _Complex = np.empty((*a.shape[:-1], n // 2 + 1),
-                             dtype=np.complex64 if a.dtype == np.float32 else np.complex128)
+    if out is None:
+        out = np.empty((*a.shape[:-1], n // 2 + 1),
+                       dtype=np.complex64 if a.dtype == np.float32 else np.complex128)
     ufunc = _ufuncs.rfft_n_even if n % 2 == 0 else _ufuncs.rfft_n_odd
     ufunc(a, 1, axes=_AXES, out=out)
     return out
 
 
-def _direct_irfft(a: _Complex) -> _Floats:
+def _direct_irfft(a: _Complex, out: _Floats | None = None) -> _Floats:
     n = 2 * (a.shape[-1] - 1)
-    out: _Floats = np.empty((*a.shape[:-1], n), dtype=np.float32 if a.dtype == np.complex64 else np.float64)
+    if out is None:
+        out = np.empty((*a.shape[:-1], n), dtype=np.float32 if a.dtype == np.complex64 else np.float64)
     _ufuncs.irfft(a, out.dtype.type(1.0 / n), axes=_AXES, out=out)  # 1/n in the output's precision
     return out
 
