@@ -37,9 +37,13 @@ def trim(pcm: Pcm, level: int = 300) -> Pcm:
 
 @lru_cache(maxsize=64)
 def piper_speech(text: str) -> Pcm:
-    """``text`` said by the bundled piper voice (joe), 16 kHz, trimmed to the speech."""
+    """``text`` said by the bundled piper voice (joe), 16 kHz, trimmed to the speech.
+    The same take in every process: piper's VITS noise is off (a random take made a test
+    pass or fail by the luck of the draw)."""
+    from piper.config import SynthesisConfig
+
     voice = _piper_voice()
-    chunks = list(voice.synthesize(text))
+    chunks = list(voice.synthesize(text, SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)))
     audio = np.concatenate([c.audio_int16_array for c in chunks])
     return trim(resample(np.ascontiguousarray(audio, dtype=np.int16), chunks[0].sample_rate, SAMPLE_RATE))
 
