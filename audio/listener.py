@@ -33,6 +33,7 @@ Phrase grammars are matched whole, so there the final pass waits for the turn's 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
@@ -49,9 +50,14 @@ from edgevoice.audio.endpoint import (
 )
 from edgevoice.audio.frames import Pcm
 from edgevoice.audio.vad import VoiceActivity
-from edgevoice.audio.wakeword import WakeWordDetector
+from edgevoice.audio.wakeword import WakeWordDetection, WakeWordDetector
 
 _LOGGER = logging.getLogger(__name__)
+
+# While the VAD's quiet gate sleeps (nothing above the room's noise floor, nobody
+# talking, nothing playing) the wake word model rests too; the audio of this long
+# before the gate wakes is what it hears first, so the start of the wake word is in it.
+WAKE_CONTEXT_S = 0.3
 
 
 class ListenMode(StrEnum):
@@ -190,6 +196,8 @@ class Listener:
         self._paused_from = 0
         self._follow_up_until: float | None = None
         self._enabled = True
+        self._wake_context: deque[Pcm] = deque()  # frames the wake word has not heard yet
+        self._wake_context_samples = 0
 
     # --- state -----------------------------------------------------------------------
     @property
@@ -235,7 +243,7 @@ class Listener:
             self._update_auto_start()
             self._handle(self.endpointer.push(window.turn_audio, window.speech), events)
         if self.wakeword is not None:
-            for detection in self.wakeword.process(pcm):
+            for detection in self._hear_wake_word(self.wakeword, pcm):
                 if not self._enabled or self.endpointer.in_turn:
                     continue
                 events.append(WakeWordDetected(self.origin_s + detection.t, detection.name,
@@ -244,6 +252,26 @@ class Listener:
                 self._open_turn(events, pre_roll=False, timeout_s=self.wake_timeout_s,
                                 settle_ms=self.wake_settle_ms)
         return events
+
+    def _hear_wake_word(self, detector: WakeWordDetector, pcm: Pcm) -> list[WakeWordDetection]:
+        """The wake word model hears ``pcm`` unless the VAD's quiet gate sleeps: then the
+        frame waits in a short context, and what falls out of it goes by unheard (its
+        clock still moves). When the gate wakes, the context is heard first, in order."""
+        if self.vad.asleep:
+            self._wake_context.append(pcm)
+            self._wake_context_samples += len(pcm)
+            limit = round(WAKE_CONTEXT_S * self.endpointer.settings.sample_rate)
+            while self._wake_context_samples - len(self._wake_context[0]) >= limit:
+                old = self._wake_context.popleft()
+                self._wake_context_samples -= len(old)
+                detector.skip(len(old))
+            return []
+        detections: list[WakeWordDetection] = []
+        while self._wake_context:
+            detections.extend(detector.process(self._wake_context.popleft()))
+        self._wake_context_samples = 0
+        detections.extend(detector.process(pcm))
+        return detections
 
     # --- push to talk ----------------------------------------------------------------
     def button_pressed(self) -> list[HearingEvent]:

@@ -155,6 +155,11 @@ class VoiceActivity:
         self._asleep = False
 
     @property
+    def asleep(self) -> bool:
+        """The quiet gate skipped the last window: nothing above the room's noise floor."""
+        return self._asleep
+
+    @property
     def samples_seen(self) -> int:
         return self._next_start + len(self._pending)
 

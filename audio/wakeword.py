@@ -183,6 +183,13 @@ class WakeWordDetector:
         self._pending = data[offset:] if offset < size else b""
         return detections
 
+    def skip(self, samples: int) -> None:
+        """Let ``samples`` of audio go by unheard (a quiet room the caller chose not to
+        score): the clock moves on, and the front end and the model keep the state the
+        quiet left them in. A part-step held back from the last call goes with them."""
+        self._samples += samples + len(self._pending) // 2
+        self._pending = b""
+
     def _infer(self) -> float:
         rows = np.asarray(self._rows, dtype=np.float32)
         self._rows.clear()

@@ -24,9 +24,9 @@ from edgevoice.audio.listener import (
     TurnDiscarded,
     WakeWordDetected,
 )
-from edgevoice.audio.vad import VoiceActivity
+from edgevoice.audio.vad import QuietGate, VoiceActivity
 from edgevoice.audio.vad_silero import SileroVad
-from edgevoice.audio.wakeword import WakeWordDetector
+from edgevoice.audio.wakeword import WakeWordDetection, WakeWordDetector
 from edgevoice.models import ModelKind, resolve_model
 
 COMMANDS = ("turn on the light", "turn off the light", "what is the time", "play some music")
@@ -106,6 +106,46 @@ def test_wakeword_mode_turn_follows_the_wake_word(asr: PocketsphinxEngine) -> No
     assert isinstance(started, SpeechStarted)
     assert abs(started.t - at) <= 0.1  # the command, not the wake word's tail
     assert finals(events)[0].text == "turn off the light"
+
+
+class CountingWakeWord(WakeWordDetector):
+    """The real detector; counts the samples its model heard."""
+
+    heard = 0
+
+    def process(self, pcm: Pcm) -> list[WakeWordDetection]:
+        self.heard += len(pcm)
+        return super().process(pcm)
+
+
+@pytest.mark.parametrize("quiet_s", [3.0, 0.9])
+def test_the_wake_word_rests_with_the_quiet_gate_and_still_hears_the_wake_word(
+    asr: PocketsphinxEngine, quiet_s: float,
+) -> None:
+    """While idle (economy) the quiet gate lets Silero skip a quiet room, and the wake word
+    model rests with it; the wake word said after the quiet is found at the same moment
+    as by a model that heard everything."""
+    wake = piper_speech("Okay nabu.")
+    command = piper_speech("Turn off the light.")
+    at = quiet_s + len(wake) / 16000 + 0.8
+    scene = place([(quiet_s, wake), (at, command)], at + len(command) / 16000 + 1.5, snr_db=50.0, seed=31)
+    results = []
+    for gated in (False, True):
+        detector = CountingWakeWord(resolve_model("okay_nabu", ModelKind.WAKEWORD).path)
+        activity = VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path),
+                                 quiet=QuietGate(6.0) if gated else None)
+        activity.economy = True
+        listener = Listener(activity, asr, mode=ListenMode.WAKEWORD, wakeword=detector)
+        events = feed(listener, scene.audio)
+        results.append((events, detector.heard, activity.skipped))
+    (plain, heard_all, _), (gated_events, heard_gated, skipped) = results
+    assert kinds(gated_events) == kinds(plain) == [WakeWordDetected, SpeechStarted, SpeechStopped,
+                                                   FinalTranscript]
+    assert isinstance(plain[0], WakeWordDetected) and isinstance(gated_events[0], WakeWordDetected)
+    assert gated_events[0].t == pytest.approx(plain[0].t, abs=0.03)
+    assert finals(gated_events)[0].text == finals(plain)[0].text == "turn off the light"
+    assert heard_all == len(scene.audio)
+    assert skipped > 0 and heard_gated < heard_all - 0.5 * 16000 * (quiet_s - 0.5)
 
 
 def test_wakeword_mode_ignores_speech_without_the_wake_word_except_in_follow_up(
