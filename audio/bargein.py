@@ -76,6 +76,11 @@ class BargeInSettings:
     safe_min_speech_ms: int = 400
     safe_margin_db: float = 12.0
     recover_ms: int = 1000
+    # A reference that has proven itself (normal mode reached through recover_ms of good
+    # readings) is trusted through a bad reading shorter than this: a person talking over
+    # the device pulls the canceller's echo-reduction reading down for a moment, right
+    # when the barge-in is being decided. A longer failure still ends in the safe mode.
+    degrade_ms: int = 2000
     resume_after_false_barge_in: bool = True
 
     def __post_init__(self) -> None:
@@ -115,6 +120,8 @@ class BargeInDetector:
         self._now = 0
         self._mode = Mode.NORMAL if self.settings.enabled else Mode.DISABLED
         self._good_ms = 0
+        self._bad_ms = 0
+        self._proven = False  # normal mode was reached through good readings
         self._speech_ms = 0
         self._gap_ms = 0
         self._onset: int | None = None
@@ -149,9 +156,15 @@ class BargeInDetector:
         safe = Mode.SAFE_THRESHOLD if s.safe_mode is SafeMode.THRESHOLD else Mode.BUTTON_ONLY
         if not reference_ok:
             self._good_ms = 0
+            self._bad_ms += duration_ms
+            if self._mode is Mode.NORMAL and self._proven and self._bad_ms < s.degrade_ms:
+                return Mode.NORMAL
+            self._proven = False
             return safe
+        self._bad_ms = 0
         self._good_ms += duration_ms
-        if self._mode is Mode.NORMAL or self._good_ms >= s.recover_ms:
+        if self._mode is not Mode.NORMAL and self._good_ms >= s.recover_ms:
+            self._proven = True
             return Mode.NORMAL
         return self._mode
 

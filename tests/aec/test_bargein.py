@@ -196,6 +196,56 @@ def test_the_normal_mode_returns_only_after_the_reference_is_good_for_recover_ms
     assert det.update(period(ref_ok=True)).mode is Mode.NORMAL
 
 
+def proven(settings: BargeInSettings) -> BargeInDetector:
+    """A detector whose reference proved itself: safe at first, normal after recover_ms."""
+    det = BargeInDetector(settings)
+    feed(det, period(ref_ok=False), 1)
+    ups = feed(det, period(ref_ok=True), settings.recover_ms // 10)
+    assert ups[-1].mode is Mode.NORMAL
+    return det
+
+
+def test_a_proven_reference_is_trusted_through_a_short_dip_in_its_reading() -> None:
+    """Double talk pulls the canceller's reading down right when the barge-in is decided:
+    the person is heard with the normal thresholds, not the safe mode's."""
+    s = BargeInSettings(min_speech_ms=150, recover_ms=500, degrade_ms=2000)
+    det = proven(s)
+    ups = feed(det, period(vad=0.6, level=-40.0, ref_ok=False), 30)
+    assert all(u.mode is Mode.NORMAL and not u.mode_changed for u in ups)
+    assert first(ups, Decision.BARGE_IN) == 14  # 150 ms at the normal threshold
+    # after the barge-in the reading recovers: still normal, nothing reported
+    det.turn_finished(3)
+    assert not any(u.mode_changed for u in feed(det, period(ref_ok=True), 10))
+
+
+def test_a_reference_bad_for_degrade_ms_ends_in_the_safe_mode() -> None:
+    s = BargeInSettings(recover_ms=500, degrade_ms=2000)
+    det = proven(s)
+    ups = feed(det, period(ref_ok=False), 250)
+    changed = [i for i, u in enumerate(ups) if u.mode_changed]
+    assert changed == [199] and ups[199].mode is Mode.SAFE_THRESHOLD  # at 2000 ms
+    # once safe, the reference must prove itself again (recover_ms of good readings)
+    assert feed(det, period(ref_ok=True), 49)[-1].mode is Mode.SAFE_THRESHOLD
+    assert det.update(period(ref_ok=False)).mode is Mode.SAFE_THRESHOLD
+    assert feed(det, period(ref_ok=True), 50)[-1].mode is Mode.NORMAL
+    assert det.update(period(ref_ok=False)).mode is Mode.NORMAL  # proven again: trusted
+    # and a good reading between bad ones restarts the count
+    det = proven(s)
+    feed(det, period(ref_ok=False), 150)
+    feed(det, period(ref_ok=True), 1)
+    assert all(u.mode is Mode.NORMAL for u in feed(det, period(ref_ok=False), 199))
+    assert det.update(period(ref_ok=False)).mode is Mode.SAFE_THRESHOLD
+
+
+def test_a_reference_that_never_proved_itself_is_not_trusted() -> None:
+    """At start the mode is normal, but the first bad reading (the first reply, the
+    canceller not yet converged) switches to the safe mode at once."""
+    det = BargeInDetector(BargeInSettings(degrade_ms=2000))
+    feed(det, period(ref_ok=True, speaking=False), 100)
+    up = det.update(period(ref_ok=False))
+    assert up.mode_changed and up.mode is Mode.SAFE_THRESHOLD
+
+
 def test_mode_changes_are_reported_even_when_the_device_is_silent() -> None:
     det = BargeInDetector()
     up = det.update(period(speaking=False, ref_ok=False))

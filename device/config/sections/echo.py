@@ -66,6 +66,12 @@ class BargeInConfig:
     safe_min_speech_ms: int = setting(
         400, "Sustained speech needed in the threshold safe mode.", minimum=0, maximum=5000
     )
+    degrade_ms: int = setting(
+        2000, "Once the echo reference has proven itself, trust it through a bad reading "
+        "shorter than this: a person talking over the device pulls the canceller's "
+        "echo-reduction reading down for a moment. A longer failure switches to the safe mode.",
+        minimum=0, maximum=60000,
+    )
     resume_after_false_barge_in: bool = setting(
         True, "When the interrupting speech held no words, resume the reply from the sentence "
         "it stopped in.",
