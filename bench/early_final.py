@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.hearing_audio import frames, place, trim
+from support.words import edit_distance
 
 from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
@@ -36,13 +37,7 @@ PHRASES = ("turn on the kitchen light", "what is the weather like tomorrow",
 
 
 def word_errors(reference: str, hypothesis: str) -> int:
-    ref, hyp = reference.split(), hypothesis.split()
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1]
+    return edit_distance(reference.split(), hypothesis.split())
 
 
 def main() -> int:

@@ -33,8 +33,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 from scenarios import FAR_TEXT, RATE, _rir, espeak_speech, piper_speech
+from support.words import edit_distance  # noqa: F401 - for bargein_bench and asr_check
 
 PERIOD = 160
 # pocketsphinx's default beams prune the right path of a phrase grammar now and then,
@@ -176,15 +178,6 @@ def phrase_set() -> list[str]:
     """The interruptions, each also without its first word, and the device's sentences."""
     said = [words_only(t) for t in INTERRUPTIONS]
     return [*(" ".join(w) for w in said), *(" ".join(w[1:]) for w in said), *device_sentences()]
-
-
-def edit_distance(a: list[str], b: list[str]) -> int:
-    row = list(range(len(b) + 1))
-    for i, wa in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, wb in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (wa != wb))
-    return row[-1]
 
 
 def unigram_arpa(vocab: list[str]) -> str:
