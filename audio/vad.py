@@ -43,6 +43,10 @@ class VadEngine(ABC):
     def reset(self) -> None:
         """Forget the stream so far (a new stream starts)."""
 
+    def another_stream(self) -> VadEngine:
+        """A second, independent stream on the same model (to score another signal)."""
+        raise VadError(f"the {self.name} VAD engine cannot score a second stream")
+
 
 @dataclass(frozen=True, slots=True)
 class VadWindow:

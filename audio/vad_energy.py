@@ -50,3 +50,9 @@ class EnergyVad(VadEngine):
 
     def reset(self) -> None:
         self.floor = self.initial_floor
+
+    def another_stream(self) -> EnergyVad:
+        other = EnergyVad(margin_db=self.margin_db, min_dbfs=self.min_dbfs,
+                          initial_floor_dbfs=self.initial_floor)
+        other.rise_per_window = self.rise_per_window
+        return other

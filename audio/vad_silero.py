@@ -82,6 +82,17 @@ class SileroVad(VadEngine):
         self._buffer[:] = 0.0
         self._state = np.zeros((2, 1, 128), dtype=np.float32)
 
+    def another_stream(self) -> SileroVad:
+        """A second stream on the same loaded model: the onnxruntime session is stateless
+        (the model's state and context live here), so it costs no model memory."""
+        other = object.__new__(SileroVad)
+        other._session = self._session
+        other.model_path = self.model_path
+        other._sr = self._sr
+        other._buffer = np.zeros_like(self._buffer)
+        other._state = np.zeros((2, 1, 128), dtype=np.float32)
+        return other
+
 
 # --- the 16 kHz branch (protobuf fields of ONNX's ModelProto, read and written by hand) -----
 _MODEL_GRAPH = 7

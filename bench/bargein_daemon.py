@@ -11,7 +11,7 @@ the room's audio clock) to the ``playback_stopped`` mark. Then the person waits 
 reply to the question before the next trial. A ``barge_in`` while the person is silent
 is a self-interruption.
 
-    ./dev bench bargein_daemon [--trials N] [--seed S] [--set KEY=VALUE]
+    ./dev bench bargein_daemon [--trials N] [--seed S] [--set KEY=VALUE] [--alone-min M]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from voice_to_voice import start, stop  # bench/ is the script's folder
@@ -87,7 +88,7 @@ class Listener:
             self.queue.get_nowait()
 
 
-async def run(trials: int, seed: int, overrides: list[str]) -> list[Trial]:
+async def run(trials: int, seed: int, overrides: list[str], alone_min: float = 0.0) -> list[Trial]:
     rng = random.Random(seed)
     state = Path("/tmp/edgevoice-bench-state")
     await asyncio.to_thread(state.mkdir, exist_ok=True)
@@ -138,12 +139,34 @@ async def run(trials: int, seed: int, overrides: list[str]) -> list[Trial]:
                 heard="" if heard_event is None else str(heard_event.data.get("text", "")),
             ))
             await asyncio.sleep(0.5)
+        alone_barge_ins, alone_s = await _alone(person, room, story, alone_min)
     finally:
         await stop(daemon, runner)
     self_interruptions = sum(1 for e in person.barge_ins if not _during(e, talking))
     _print(results, self_interruptions, overrides)
     print(f"barge-in mode changes: {' -> '.join(person.modes) or 'none'}")
+    if alone_min > 0:
+        print(f"\nthe device talking alone (stories, nobody interrupting): {alone_s / 60:.1f} min of "
+              f"replies, {alone_barge_ins} barge-in(s) (self-interruptions; target 0 in 10 min)")
     return results
+
+
+async def _alone(person: Listener, room: Any, story: np.ndarray, minutes: float) -> tuple[int, float]:
+    """Ask for stories and let them play out for ``minutes`` of replies: every barge-in
+    is the device interrupting itself. Returns (barge-ins, seconds of replies)."""
+    spoken = 0.0
+    before = len(person.barge_ins)
+    while spoken < minutes * 60.0:
+        person.drain()
+        room.add_talker(story, start_s=room.now_s + 0.5)
+        if await person.wait_for(str(EventType.REPLY_STARTED)) is None:
+            break
+        began = room.now_s
+        if await person.wait_for(str(EventType.REPLY_DONE), 120.0) is None:
+            break
+        spoken += room.now_s - began
+        await asyncio.sleep(0.5)
+    return len(person.barge_ins) - before, spoken
 
 
 def _interrupted_mark(events: list[Event], mark: str) -> float | None:
@@ -185,8 +208,10 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--alone-min", type=float, default=0.0,
+                        help="then this many minutes of replies nobody interrupts (self-interruptions)")
     args = parser.parse_args()
-    asyncio.run(run(args.trials, args.seed, args.set))
+    asyncio.run(run(args.trials, args.seed, args.set, args.alone_min))
     return 0
 
 

