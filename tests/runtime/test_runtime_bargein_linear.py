@@ -1,5 +1,6 @@
-"""The barge-in VAD on the echo canceller's linear output: a second stream of the
-listener's model, used only while a reply is in flight."""
+"""The barge-in VAD on the echo canceller's linear output (``[barge_in] vad_signal =
+linear``, opt-in): a second stream of the listener's model, used only while a reply is in
+flight."""
 
 from __future__ import annotations
 
@@ -98,6 +99,7 @@ def test_a_second_energy_stream_is_independent() -> None:
 
 @pytest.mark.parametrize(("signal", "wanted"), [("linear", True), ("output", False)])
 def test_the_config_chooses_the_signal(signal: str, wanted: bool) -> None:
+    assert BargeInConfig().vad_signal == "output"  # opt-in: unsafe with a clipping speaker
     engine = SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)
     config = dataclasses.replace(BargeInConfig(), vad_signal=signal)
     monitor = build_barge_in(config, None, listener_vad=engine)
@@ -106,6 +108,7 @@ def test_the_config_chooses_the_signal(signal: str, wanted: bool) -> None:
 
 def test_an_engine_without_a_second_stream_falls_back_to_the_output(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    monitor = build_barge_in(BargeInConfig(), None, listener_vad=ScriptedVad(0.5))
+    config = dataclasses.replace(BargeInConfig(), vad_signal="linear")
+    monitor = build_barge_in(config, None, listener_vad=ScriptedVad(0.5))
     assert monitor.linear_vad is None
     assert "cannot score a second stream" in caplog.text

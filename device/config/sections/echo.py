@@ -67,10 +67,11 @@ class BargeInConfig:
         400, "Sustained speech needed in the threshold safe mode.", minimum=0, maximum=5000
     )
     vad_signal: str = setting(
-        "linear", "What the barge-in VAD scores while the device speaks: linear (the echo "
-        "canceller's output before residual-echo suppression, which keeps an interrupter's "
-        "first syllables; the level test stays on the suppressed output) or output.",
-        choices=("linear", "output"), restart=True,
+        "output", "What the barge-in VAD scores while the device speaks: output (the echo "
+        "canceller's output) or linear (its output before residual-echo suppression: "
+        "interruptions are taken ~3x sooner, but a loudspeaker that clips leaves residual "
+        "echo there that interrupts the device; only for a clean, linear speaker, see "
+        "docs/aec.md).", choices=("output", "linear"), restart=True,
     )
     degrade_ms: int = setting(
         2000, "Once the echo reference has proven itself, trust it through a bad reading "
