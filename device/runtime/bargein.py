@@ -35,12 +35,13 @@ class BargeIn:
 
 
 class BargeInMonitor:
-    """With ``linear_vad`` (a second stream of the listener's VAD model), while a reply is
-    in flight the speech probability is scored on the canceller's *linear* output (the
-    windows' ``heard``): the residual-echo suppressor holds an interrupter's first 200-300
-    ms down in double talk, where the linear output keeps them. The level test stays on
-    the suppressed output against its residual-echo estimate, which the device's own
-    residual echo does not pass (docs/aec.md)."""
+    """With ``linear_vad`` (a second stream of the listener's VAD model; opt-in, ``[barge_in]
+    vad_signal = linear``), while a reply is in flight the speech probability is scored on
+    the canceller's *linear* output (the windows' ``heard``): the residual-echo suppressor
+    holds an interrupter's first 200-300 ms down in double talk, where the linear output
+    keeps them. The level test stays on the suppressed output. With a linear echo path
+    the device's own residual echo never passed both; with a clipping loudspeaker the
+    linear output keeps echo that does (docs/aec.md), hence not the default."""
 
     def __init__(self, detector: BargeInDetector, has_reference: bool = True,
                  on_mode: Callable[[Mode], None] | None = None, origin_s: float = 0.0,
