@@ -55,7 +55,7 @@ import numpy.typing as npt
 
 from edgevoice.audio.backend import AudioBackend, Captured
 from edgevoice.audio.errors import AudioDeviceError, DeviceLostError, DeviceNotFoundError
-from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm, unchanging
 from edgevoice.audio.polyphase import PolyphaseResampler
 from edgevoice.audio.resample import FixedPeriods
 from edgevoice.errors import require
@@ -280,7 +280,7 @@ class AlsaBackend(AudioBackend):
             if self.playback_channels > 1:
                 out = np.repeat(out[:, None], self.playback_channels, axis=1)
             data = out.astype("<i2", copy=False).tobytes()
-            if self._play_resampler.passthrough and pcm.base is None and not pcm.flags.writeable:
+            if self._play_resampler.passthrough and unchanging(pcm):
                 # An array that owns its data and cannot change, converted without state:
                 # the speaker's silent period. Kept so the idle loop converts it once.
                 self._written_pcm, self._written_bytes = pcm, data

@@ -28,6 +28,12 @@ def silence(samples: int) -> Pcm:
     return np.zeros(samples, dtype=np.int16)
 
 
+def unchanging(pcm: Pcm) -> bool:
+    """The array owns its data and is read-only, so its contents cannot change: what was
+    computed from it may be kept and found again by identity (the speaker's idle silence)."""
+    return pcm.base is None and not pcm.flags.writeable
+
+
 def to_float(pcm: Pcm) -> Samples:
     """int16 → float32 in [-1, 1)."""
     return pcm.astype(np.float32) * np.float32(1.0 / 32768.0)

@@ -56,7 +56,7 @@ class Trial:
     heard: str
 
 
-class Listener:
+class EventWatch:
     """The daemon's events as an async queue, with the barge-ins kept apart."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
@@ -93,7 +93,7 @@ async def run(trials: int, seed: int, overrides: list[str], alone_min: float = 0
     state = Path("/tmp/edgevoice-bench-state")
     await asyncio.to_thread(state.mkdir, exist_ok=True)
     daemon, room, runner, events = await start(["asr.engine=pocketsphinx", *overrides], state)
-    person = Listener(lambda: room.now_s)
+    person = EventWatch(lambda: room.now_s)
     daemon.bus.subscribe(person.on_event)
     # the request in the bundled voice, as `edgevoice demo`'s person says it (pocketsphinx
     # mis-hears espeak-ng's "tell me a story" often enough to spoil trials)
@@ -151,7 +151,7 @@ async def run(trials: int, seed: int, overrides: list[str], alone_min: float = 0
     return results
 
 
-async def _alone(person: Listener, room: Any, story: np.ndarray, minutes: float) -> tuple[int, float]:
+async def _alone(person: EventWatch, room: Any, story: np.ndarray, minutes: float) -> tuple[int, float]:
     """Ask for stories and let them play out for ``minutes`` of replies: every barge-in
     is the device interrupting itself. Returns (barge-ins, seconds of replies)."""
     spoken = 0.0

@@ -22,7 +22,7 @@ import numpy as np
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES as AEC_PERIOD
 from edgevoice.audio.aec.base import AecStats, EchoCanceller
-from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs
+from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs, unchanging
 from edgevoice.audio.listener import HearingEvent, Listener, PartialTranscript
 from edgevoice.audio.vad import VadWindow, VoiceActivity
 from edgevoice.device.runtime.bargein import BargeIn, BargeInMonitor
@@ -132,7 +132,7 @@ class FrontEnd:
         if reference is self._silent_reference:
             return False
         sounding = bool(reference.any())
-        if not sounding and reference.base is None and not reference.flags.writeable:
+        if not sounding and unchanging(reference):
             self._silent_reference = reference
         return sounding
 
