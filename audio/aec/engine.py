@@ -32,22 +32,33 @@ frame with last block's constrained partitions; both filters' echo estimates; bo
 errors with the suppressor's frame; the constraint with the suppressor's output), the
 histories in ring buffers (:mod:`.ring`) instead of shifted arrays, scratch arrays
 reused, and the filters and the suppressor in float32/complex64.
+
+Compiled kernel: the per-block arithmetic between the FFTs (both echo estimates, the
+errors, the Kalman and shadow updates, the suppressor's gains, the overlap-add) also
+exists in C (``_kernel.c``, built at install when a compiler is there), which makes an
+active block six calls instead of ~60. ``compiled=None`` (the default) uses it when it
+was built and otherwise runs the numpy code here, the reference, logging once what to
+install; ``compiled=False`` forces numpy, ``compiled=True`` requires the kernel. The two
+paths agree to float32 rounding (sums in another order), not bit for bit.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecStats, EchoCanceller, check_period
+from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecError, AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.delay import DelayEstimator
 from edgevoice.audio.aec.fft import irfft, rfft
 from edgevoice.audio.aec.ring import RowHistory, SampleRing
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 
+_LOGGER = logging.getLogger(__name__)
 _N = PERIOD_SAMPLES
 _M = 2 * _N
 _F = _N + 1
@@ -68,7 +79,35 @@ _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
 # ndarray.sum without its Python-level wrapper (the same pairwise sum, bit for bit)
 _sum = np.add.reduce
+_INSTALL_HINT = ("install a C compiler and the Python headers (apt install gcc python3-dev) "
+                 "and reinstall edgevoice")
+_fallback_logged = False
 
+
+def load_kernel() -> ModuleType | None:
+    """The compiled kernel (``edgevoice.audio.aec._kernel``), or None when it was not
+    built (installed without a C compiler)."""
+    try:
+        from edgevoice.audio.aec import _kernel
+    except ImportError:
+        return None
+    return _kernel
+
+
+def _choose_kernel(compiled: bool | None) -> ModuleType | None:
+    global _fallback_logged
+    if compiled is False:
+        return None
+    kernel = load_kernel()
+    if kernel is None:
+        if compiled:
+            raise AecError(f"the echo canceller's compiled kernel is not built: {_INSTALL_HINT}",
+                           code="aec_kernel_missing")
+        if not _fallback_logged:
+            _fallback_logged = True
+            _LOGGER.info("echo canceller: compiled kernel not built, running the numpy path "
+                         "(~1.5x the CPU); to build it, %s", _INSTALL_HINT)
+    return kernel
 
 
 
@@ -95,7 +134,9 @@ class EdgevoiceCanceller(EchoCanceller):
     def __init__(self, *, filter_ms: int = 250, max_delay_ms: int = 500, shadow_ms: int = 80,
                  suppression_db: float = -40.0, overestimate: float = 6.0,
                  overestimate_talk: float = 2.0, talk_ratio: float = 4.0,
-                 delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999) -> None:
+                 delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999,
+                 compiled: bool | None = None) -> None:
+        self._kernel = _choose_kernel(compiled)
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
         self._ks = max(1, min(self._k, round(shadow_ms * SAMPLE_RATE / 1000 / _N)))
         self._max_delay = SAMPLE_RATE * max_delay_ms // 1000
@@ -248,13 +289,19 @@ class EdgevoiceCanceller(EchoCanceller):
             spectra = rfft(self._x_in, out=self._x_spectra)
             X = self._xh.push(spectra[0])
             self._store_constrained(spectra[1:])
-        p0 = np.abs(X[0], out=self._p0)
-        p0 *= p0
+        kern = self._kernel
+        wx = self._WX
+        if kern is not None:  # both echo spectra, |X[0]|^2 and its sum in one call
+            p0 = self._p0
+            p0_sum = kern.estimate(self._W, self._Ws, X, wx, p0)
+        else:
+            p0 = np.abs(X[0], out=self._p0)
+            p0 *= p0
+            p0_sum = float(_sum(p0))
         pxk = self._ph.push(p0)
         # the reference power: its smoothed total sets the regularisation, the total over
         # the filter's reach says whether the far end is active (per-row sums kept in
         # step with the history, so neither needs a pass over the arrays)
-        p0_sum = float(_sum(p0))
         self._power_sum = 0.9 * self._power_sum + 0.1 * p0_sum
         self._delta = 1e-4 * _M + 0.01 * self._power_sum / _F
         at = self._row_at = (self._row_at - 1) % self._k
@@ -262,38 +309,47 @@ class EdgevoiceCanceller(EchoCanceller):
         self._far_active = far = sum(self._row_sums) > self._far_threshold
 
         # echo estimates of both filters: one inverse FFT
-        wx = self._WX
-        tmp = self._tmp_c
-        np.multiply(self._W, X, out=tmp)
-        np.matmul(self._ones_c, tmp, out=wx[0])
-        ks = self._ks
-        np.multiply(self._Ws, X[:ks], out=tmp[:ks])
-        np.matmul(self._ones_c[:ks], tmp[:ks], out=wx[1])
         fft_in = self._fft_in
         err = fft_in[::2, _N:]  # the main and the shadow filter's error, zero-padded
-        np.subtract(d, irfft(wx, out=self._echo_frames)[:, _N:], out=err)
-        e = err[0]
-        es = err[1]
-        e_energy = float(e @ e)
-        es_energy = float(es @ es)
+        if kern is not None:
+            e_energy, es_energy, d_all = kern.errors(d, irfft(wx, out=self._echo_frames), fft_in)
+        else:
+            tmp = self._tmp_c
+            np.multiply(self._W, X, out=tmp)
+            np.matmul(self._ones_c, tmp, out=wx[0])
+            ks = self._ks
+            np.multiply(self._Ws, X[:ks], out=tmp[:ks])
+            np.matmul(self._ones_c[:ks], tmp[:ks], out=wx[1])
+            np.subtract(d, irfft(wx, out=self._echo_frames)[:, _N:], out=err)
+            e_energy = float(err[0] @ err[0])
+            es_energy = float(err[1] @ err[1])
         take = 0
         d_energy = 0.0
         if far:
-            d_energy = float(d @ d)
+            d_energy = d_all if kern is not None else float(d @ d)
             take = self._choose(d_energy, e_energy, es_energy)
         else:
             self._residual_lin *= 0.5
         # the shadow explains the echo better right now (moved path)
-        chosen = es if es_energy < 0.5 * e_energy and self._shadow_wins > 0 else e
+        use_shadow = es_energy < 0.5 * e_energy and self._shadow_wins > 0
 
         frame = self._frame
-        frame[:_N] = frame[_N:]
-        frame[_N:] = chosen
-        np.multiply(frame, self._window, out=fft_in[1])
+        if kern is not None:
+            kern.frame(frame, fft_in, self._window, 2 if use_shadow else 0)
+        else:
+            frame[:_N] = frame[_N:]
+            frame[_N:] = err[1] if use_shadow else err[0]
+            np.multiply(frame, self._window, out=fft_in[1])
         if not far:
             return self._finish_alone(d, rfft(fft_in[1]))
         # one forward FFT: the main error, the suppressor's frame, the shadow error
         spectra = rfft(fft_in, out=self._spectra)
+        if kern is not None:
+            out_pcm = self._update_compiled(kern, X, pxk, spectra, d_energy)
+            self._apply_choice(take)
+            if self._track_drift:
+                self._follow_drift()
+            return out_pcm
         powers = np.abs(spectra, out=self._powers)
         powers *= powers
         smooth = self._smooth  # the Kalman filter's and the suppressor's error powers
@@ -305,6 +361,37 @@ class EdgevoiceCanceller(EchoCanceller):
         if self._track_drift:
             self._follow_drift()
         return out
+
+    def _update_compiled(self, kern: ModuleType, X: _Complex, pxk: _Floats, spectra: _Complex,
+                         d_energy: float) -> Pcm:
+        """The far-end-active block from the forward FFT on, in two kernel calls around
+        the inverse FFT: what :meth:`_adapt` and :meth:`_finish` (with the constraint)
+        do in numpy."""
+        self._noise_at = (self._noise_at + 1) % 4
+        j = self._constrain_at
+        js = self._shadow_constrain_at
+        self._talking = kern.update(
+            spectra, self._smooth, X, pxk, self._W, self._P, self._Ws, self._residual_lin,
+            self._rs_err, self._gain_buf, self._ifft_in, self._m_scale, self._delta, self._a2,
+            self._noise_at == 0, j, js, self._over, self._over_talk, self._talk_ratio, self._floor)
+        self._last_gain = self._gain_buf
+        times = irfft(self._ifft_in, out=self._times)
+        pcm: Pcm = np.empty(_N, dtype=np.int16)
+        out_energy = kern.output(times, self._window_pcm, self._ola, pcm, self._x_in)
+        self._constrained = (j, js)
+        self._constrain_at = (j + 1) % self._k
+        self._shadow_constrain_at = (js + 1) % self._ks
+        self._track_erle(d_energy, out_energy)
+        return pcm
+
+    def _track_erle(self, d_energy: float, out_energy: float) -> None:
+        """Echo removed, measured only while the far end talks alone (by the
+        suppressor's judgement), so a person talking over the device does not read as a
+        failing reference."""
+        if self._far_active and not self._talking:
+            self._mic_pow = 0.97 * self._mic_pow + 0.03 * d_energy
+            self._out_pow = 0.97 * self._out_pow + 0.03 * out_energy
+            self._erle_seen = True
 
     def _process_quiet(self, d: _Floats) -> Pcm:
         """The far end has been silent for longer than the delay line and the filter
@@ -322,7 +409,11 @@ class EdgevoiceCanceller(EchoCanceller):
         if self._settled:
             return self._pass_through(frame)
         self._residual_lin *= 0.5
-        out = self._finish_alone(d, rfft(frame * self._window))
+        if self._kernel is not None:
+            np.multiply(frame, self._window, out=self._fft_in[1])
+            out = self._finish_alone(d, rfft(self._fft_in[1]))
+        else:
+            out = self._finish_alone(d, rfft(frame * self._window))
         # Once the residual-echo estimate has decayed below 1e-30 the suppressor's gains
         # (1 - 6 r_s / (error + 1e-12)) round to exactly 1 in float32: it only
         # overlap-adds the windowed frames, which needs no FFT. (Exactly zero it never gets:
@@ -513,6 +604,18 @@ class EdgevoiceCanceller(EchoCanceller):
 
     def _finish_alone(self, d: _Floats, spectrum: _Complex) -> Pcm:
         """:meth:`_finish` for a period without filter update (the far end inactive)."""
+        kern = self._kernel
+        if kern is not None:
+            out_spec = self._ifft_in[2]
+            self._talking = kern.suppress(spectrum, self._smooth, self._residual_lin, self._rs_err,
+                                          self._gain_buf, out_spec, self._over, self._over_talk,
+                                          self._talk_ratio, self._floor)
+            self._last_gain = self._gain_buf
+            pcm: Pcm = np.empty(_N, dtype=np.int16)
+            out_energy = kern.output(irfft(out_spec, out=self._times[2]), self._window_pcm,
+                                     self._ola, pcm, None)
+            self._track_erle(0.0, out_energy)
+            return pcm
         pe = np.abs(spectrum)
         pe *= pe
         pe_s = self._pe_s
@@ -547,13 +650,7 @@ class EdgevoiceCanceller(EchoCanceller):
         frame *= self._window_pcm
         out = np.add(self._ola, frame[:_N], out=self._out)
         self._ola[:] = frame[_N:]
-        # Echo removed, measured only while the far end talks alone (by the suppressor's
-        # judgement), so a person talking over the device does not read as a failing
-        # reference.
-        if self._far_active and not self._talking:
-            self._mic_pow = 0.97 * self._mic_pow + 0.03 * d_energy
-            self._out_pow = 0.97 * self._out_pow + 0.03 * (float(out @ out) * _PCM_SCALE_SQ)
-            self._erle_seen = True
+        self._track_erle(d_energy, float(out @ out) * _PCM_SCALE_SQ)
         return _to_pcm(out)
 
     @property
@@ -564,6 +661,11 @@ class EdgevoiceCanceller(EchoCanceller):
         return _to_pcm(self._frame[:_N] * 32768.0)
 
     # -- stats ----------------------------------------------------------------------------
+    @property
+    def compiled(self) -> bool:
+        """True when the compiled kernel runs the block, False for the numpy path."""
+        return self._kernel is not None
+
     @property
     def drift_ppm(self) -> float:
         """The clock drift being compensated (positive: the echo arrives ever later)."""
