@@ -44,6 +44,7 @@ paths agree to float32 rounding (sums in another order), not bit for bit.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from types import ModuleType
@@ -81,7 +82,6 @@ _COPY_MAIN = 2  # the main filter is copied into the shadow
 _sum = np.add.reduce
 _INSTALL_HINT = ("install a C compiler and the Python headers (apt install gcc python3-dev) "
                  "and reinstall edgevoice")
-_fallback_logged = False
 
 
 def load_kernel() -> ModuleType | None:
@@ -94,8 +94,14 @@ def load_kernel() -> ModuleType | None:
     return _kernel
 
 
+@functools.cache
+def _log_fallback() -> None:
+    """Once per process: the numpy path runs because the kernel was not built."""
+    _LOGGER.info("echo canceller: compiled kernel not built, running the numpy path "
+                 "(~2x the CPU); to build it, %s", _INSTALL_HINT)
+
+
 def _choose_kernel(compiled: bool | None) -> ModuleType | None:
-    global _fallback_logged
     if compiled is False:
         return None
     kernel = load_kernel()
@@ -103,10 +109,7 @@ def _choose_kernel(compiled: bool | None) -> ModuleType | None:
         if compiled:
             raise AecError(f"the echo canceller's compiled kernel is not built: {_INSTALL_HINT}",
                            code="aec_kernel_missing")
-        if not _fallback_logged:
-            _fallback_logged = True
-            _LOGGER.info("echo canceller: compiled kernel not built, running the numpy path "
-                         "(~1.5x the CPU); to build it, %s", _INSTALL_HINT)
+        _log_fallback()
     return kernel
 
 

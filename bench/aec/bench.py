@@ -4,6 +4,7 @@
     .venv/bin/python bench/aec/bench.py --full     # 10 rooms + 3 worst cases
     .venv/bin/python bench/aec/bench.py --engines edgevoice,speex
     .venv/bin/python bench/aec/bench.py --engines edgevoice,edgevoice@HEAD~3   # before/after
+    .venv/bin/python bench/aec/bench.py --engines edgevoice,edgevoice-numpy    # C kernel vs numpy
 
 Needs ``edgevoice[bench]`` (pyroomacoustics), the piper voice and espeak-ng. Each engine
 runs in a child process (``run_engine.py``), blind (no delay hint). Scores: echo removed

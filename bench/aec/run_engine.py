@@ -2,9 +2,11 @@
 
     python bench/aec/run_engine.py ENGINE IN.npz OUT.npz
 
-ENGINE is a name for ``create_canceller`` or ``edgevoice@REV``: the edgevoice engine as
+ENGINE is a name for ``create_canceller``, ``edgevoice-numpy`` (the edgevoice engine on
+its numpy path, without the compiled kernel) or ``edgevoice@REV``: the edgevoice engine as
 it was at git revision REV (its ``audio/aec`` modules loaded from git into this child
-process), to compare a change against its predecessor in the same run.
+process; the compiled kernel, where that revision uses one, is the installed one), to
+compare a change against its predecessor in the same run.
 IN holds int16 ``mic``, ``near_only`` and ``reference``; OUT gets ``out`` (the full mic),
 ``out_near`` (the near end alone, reference silent), ``cpu_s`` and ``delay_ms``.
 Ends with ``os._exit`` so native runtimes cannot abort the interpreter's teardown.
@@ -54,6 +56,8 @@ def _create(engine: str) -> Any:
         if name != "edgevoice":
             raise SystemExit(f"only the edgevoice engine can be loaded from git, not {name!r}")
         return _engine_at(rev)()
+    if engine == "edgevoice-numpy":
+        return create_canceller("edgevoice", compiled=False)
     return create_canceller(engine)
 
 
