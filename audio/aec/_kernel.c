@@ -506,7 +506,332 @@ fail:
     return NULL;
 }
 
+/* ---- real FFTs ---------------------------------------------------------------------
+ *
+ * rfft/irfft of the canceller's 320-point frames without numpy's per-call cost (the
+ * pocketfft ufuncs rebuild their plan on every call: most of a 320-point call). A real
+ * FFT of n points is a complex FFT of n/2 (even samples as real, odd as imaginary parts)
+ * plus a split; the complex FFT is a recursive mixed-radix Cooley-Tukey (kissfft's
+ * radix 4, 2 and 5 butterflies, a direct DFT for 3), so n/2 must be 2^a 3^b 5^c
+ * (320: 2^5 5). Twiddles are computed in double and stored as float32; the arithmetic is
+ * float32 like pocketfft's single-precision transforms, whose results these match to
+ * rounding (~1e-7 relative), not bit for bit. One plan is kept (the last size used). */
+
+typedef struct {
+    float r, i;
+} Cpx;
+
+#define MAX_FACTORS 32
+
+typedef struct {
+    Py_ssize_t n;         /* real length */
+    Py_ssize_t h;         /* complex length n / 2 */
+    int factors[2 * MAX_FACTORS];
+    Cpx *twiddles;        /* exp(-2 pi i j / h), j < h */
+    Cpx *inv_twiddles;    /* exp(+2 pi i j / h) */
+    Cpx *split;           /* exp(-2 pi i k / n), k <= h */
+    Cpx *work;            /* h complex scratch */
+} FftPlan;
+
+static FftPlan plan = {0, 0, {0}, NULL, NULL, NULL, NULL};
+
+static int plan_for(Py_ssize_t n) {
+    if (plan.n == n) {
+        return 0;
+    }
+    if (n < 2 || n % 2 != 0) {
+        PyErr_Format(PyExc_ValueError, "real FFT length %zd: must be even", n);
+        return -1;
+    }
+    const Py_ssize_t h = n / 2;
+    int factors[2 * MAX_FACTORS] = {0};  /* the current plan stays intact if n cannot be used */
+    int count = 0;
+    Py_ssize_t rest = h;
+    const int radices[4] = {4, 2, 3, 5};
+    for (int r = 0; r < 4; r++) {
+        while (rest % radices[r] == 0) {
+            if (count >= MAX_FACTORS) {
+                break;
+            }
+            rest /= radices[r];
+            factors[2 * count] = radices[r];
+            count++;
+        }
+    }
+    if (rest != 1) {
+        PyErr_Format(PyExc_ValueError, "real FFT length %zd: n/2 must be 2^a 3^b 5^c", n);
+        return -1;
+    }
+    /* factors[2q + 1]: the length of the sub-transforms below stage q */
+    Py_ssize_t m = h;
+    for (int q = 0; q < count; q++) {
+        m /= factors[2 * q];
+        factors[2 * q + 1] = (int)m;
+    }
+    if (count == 0) {  /* h == 1 */
+        factors[0] = 1;
+        factors[1] = 1;
+    }
+    memcpy(plan.factors, factors, sizeof(factors));
+    PyMem_Free(plan.twiddles);
+    plan.twiddles = PyMem_Malloc((size_t)(4 * h + 1) * sizeof(Cpx));
+    if (plan.twiddles == NULL) {
+        plan.n = 0;
+        PyErr_NoMemory();
+        return -1;
+    }
+    plan.inv_twiddles = plan.twiddles + h;
+    plan.work = plan.inv_twiddles + h;
+    plan.split = plan.work + h;
+    const double pi = 3.14159265358979323846;
+    for (Py_ssize_t j = 0; j < h; j++) {
+        const double phase = -2.0 * pi * (double)j / (double)h;
+        plan.twiddles[j].r = (float)cos(phase);
+        plan.twiddles[j].i = (float)sin(phase);
+        plan.inv_twiddles[j].r = plan.twiddles[j].r;
+        plan.inv_twiddles[j].i = -plan.twiddles[j].i;
+    }
+    for (Py_ssize_t k = 0; k <= h; k++) {
+        const double phase = -2.0 * pi * (double)k / (double)n;
+        plan.split[k].r = (float)cos(phase);
+        plan.split[k].i = (float)sin(phase);
+    }
+    plan.split[0].r = 1.0f;
+    plan.split[0].i = 0.0f;
+    plan.split[h].r = -1.0f;
+    plan.split[h].i = 0.0f;
+    plan.h = h;
+    plan.n = n;
+    return 0;
+}
+
+/* out[0 .. p m) = the DFT of in[0], in[fstride], ... (kissfft's recursion) */
+static void fft_work(Cpx *out, const Cpx *in, Py_ssize_t fstride, const int *factors, const Cpx *tw,
+                     Py_ssize_t h, int inverse) {
+    const int p = factors[0];
+    const Py_ssize_t m = factors[1];
+    Cpx *const begin = out;
+    Cpx *const end = out + p * m;
+    if (m == 1) {
+        for (Cpx *o = out; o != end; o++, in += fstride) {
+            *o = *in;
+        }
+    } else {
+        for (Cpx *o = out; o != end; o += m, in += fstride) {
+            fft_work(o, in, fstride * p, factors + 2, tw, h, inverse);
+        }
+    }
+    out = begin;
+    if (p == 4) {  /* kissfft's radix-4 butterfly */
+        for (Py_ssize_t k = 0; k < m; k++) {
+            const Cpx a1 = out[k + m], w1 = tw[k * fstride];
+            const Cpx a2 = out[k + 2 * m], w2 = tw[2 * k * fstride];
+            const Cpx a3 = out[k + 3 * m], w3 = tw[3 * k * fstride];
+            const Cpx s0 = {a1.r * w1.r - a1.i * w1.i, a1.r * w1.i + a1.i * w1.r};
+            const Cpx s1 = {a2.r * w2.r - a2.i * w2.i, a2.r * w2.i + a2.i * w2.r};
+            const Cpx s2 = {a3.r * w3.r - a3.i * w3.i, a3.r * w3.i + a3.i * w3.r};
+            const Cpx s5 = {out[k].r - s1.r, out[k].i - s1.i};
+            const Cpx f0 = {out[k].r + s1.r, out[k].i + s1.i};
+            const Cpx s3 = {s0.r + s2.r, s0.i + s2.i};
+            const Cpx s4 = {s0.r - s2.r, s0.i - s2.i};
+            out[k + 2 * m].r = f0.r - s3.r;
+            out[k + 2 * m].i = f0.i - s3.i;
+            out[k].r = f0.r + s3.r;
+            out[k].i = f0.i + s3.i;
+            if (inverse) {
+                out[k + m].r = s5.r - s4.i;
+                out[k + m].i = s5.i + s4.r;
+                out[k + 3 * m].r = s5.r + s4.i;
+                out[k + 3 * m].i = s5.i - s4.r;
+            } else {
+                out[k + m].r = s5.r + s4.i;
+                out[k + m].i = s5.i - s4.r;
+                out[k + 3 * m].r = s5.r - s4.i;
+                out[k + 3 * m].i = s5.i + s4.r;
+            }
+        }
+    } else if (p == 2) {
+        Cpx *b = out + m;
+        for (Py_ssize_t k = 0; k < m; k++) {
+            const Cpx w = tw[k * fstride];
+            const Cpx t = {b[k].r * w.r - b[k].i * w.i, b[k].r * w.i + b[k].i * w.r};
+            b[k].r = out[k].r - t.r;
+            b[k].i = out[k].i - t.i;
+            out[k].r += t.r;
+            out[k].i += t.i;
+        }
+    } else if (p == 5) {  /* kissfft's radix-5 butterfly */
+        const Cpx ya = tw[fstride * m], yb = tw[2 * fstride * m];
+        Cpx *o0 = out, *o1 = out + m, *o2 = out + 2 * m, *o3 = out + 3 * m, *o4 = out + 4 * m;
+        for (Py_ssize_t u = 0; u < m; u++) {
+            Cpx s[5];
+            s[0] = o0[u];
+            const Cpx *in5[5] = {o0, o1, o2, o3, o4};
+            for (int q = 1; q < 5; q++) {
+                const Cpx a = in5[q][u], w = tw[q * u * fstride];
+                s[q].r = a.r * w.r - a.i * w.i;
+                s[q].i = a.r * w.i + a.i * w.r;
+            }
+            const Cpx s7 = {s[1].r + s[4].r, s[1].i + s[4].i};
+            const Cpx s10 = {s[1].r - s[4].r, s[1].i - s[4].i};
+            const Cpx s8 = {s[2].r + s[3].r, s[2].i + s[3].i};
+            const Cpx s9 = {s[2].r - s[3].r, s[2].i - s[3].i};
+            o0[u].r = s[0].r + (s7.r + s8.r);
+            o0[u].i = s[0].i + (s7.i + s8.i);
+            const Cpx s5 = {s[0].r + s7.r * ya.r + s8.r * yb.r, s[0].i + s7.i * ya.r + s8.i * yb.r};
+            const Cpx s6 = {s10.i * ya.i + s9.i * yb.i, -(s10.r * ya.i) - s9.r * yb.i};
+            o1[u].r = s5.r - s6.r;
+            o1[u].i = s5.i - s6.i;
+            o4[u].r = s5.r + s6.r;
+            o4[u].i = s5.i + s6.i;
+            const Cpx s11 = {s[0].r + s7.r * yb.r + s8.r * ya.r, s[0].i + s7.i * yb.r + s8.i * ya.r};
+            const Cpx s12 = {-(s10.i * yb.i) + s9.i * ya.i, s10.r * yb.i - s9.r * ya.i};
+            o2[u].r = s11.r + s12.r;
+            o2[u].i = s11.i + s12.i;
+            o3[u].r = s11.r - s12.r;
+            o3[u].i = s11.i - s12.i;
+        }
+    } else if (p > 1) {  /* 3: twiddle, then a direct DFT of p points */
+        Cpx scratch[5], roots[5];
+        const Py_ssize_t root_step = fstride * m;  /* h / p */
+        for (int q = 0; q < p; q++) {
+            roots[q] = tw[q * root_step];
+        }
+        for (Py_ssize_t u = 0; u < m; u++) {
+            scratch[0] = out[u];
+            for (int q = 1; q < p; q++) {
+                const Cpx a = out[u + q * m], w = tw[q * u * fstride];
+                scratch[q].r = a.r * w.r - a.i * w.i;
+                scratch[q].i = a.r * w.i + a.i * w.r;
+            }
+            for (int r = 0; r < p; r++) {
+                Cpx acc = scratch[0];
+                int idx = 0;
+                for (int q = 1; q < p; q++) {
+                    idx += r;
+                    if (idx >= p) {
+                        idx -= p;
+                    }
+                    const Cpx w = roots[idx];
+                    acc.r += scratch[q].r * w.r - scratch[q].i * w.i;
+                    acc.i += scratch[q].r * w.i + scratch[q].i * w.r;
+                }
+                out[u + r * m] = acc;
+            }
+        }
+    }
+}
+
+static void rfft_row(const float *x, float *spec) {
+    const Py_ssize_t h = plan.h;
+    Cpx *z = plan.work;
+    fft_work(z, (const Cpx *)x, 1, plan.factors, plan.twiddles, h, 0);
+    for (Py_ssize_t k = 0; k <= h / 2; k++) {
+        /* bins k and h - k from Z[k] and Z[h - k] */
+        const Py_ssize_t kk = h - k;
+        const Cpx a = z[k % h], b = z[kk % h];
+        for (int side = 0; side < 2; side++) {
+            const Py_ssize_t bin = side == 0 ? k : kk;
+            if (side == 1 && kk == k) {
+                break;
+            }
+            const Cpx zk = side == 0 ? a : b;
+            const Cpx zc = side == 0 ? b : a;  /* conj taken below */
+            const float fe_r = 0.5f * (zk.r + zc.r), fe_i = 0.5f * (zk.i - zc.i);
+            /* Fo = (Zk - conj(Zc)) / 2i */
+            const float fo_r = 0.5f * (zk.i + zc.i), fo_i = -0.5f * (zk.r - zc.r);
+            const Cpx w = plan.split[bin];
+            spec[2 * bin] = fe_r + (w.r * fo_r - w.i * fo_i);
+            spec[2 * bin + 1] = fe_i + (w.r * fo_i + w.i * fo_r);
+        }
+    }
+    spec[1] = 0.0f;
+    spec[2 * h + 1] = 0.0f;
+}
+
+static void irfft_row(const float *spec, float *x, float scale) {
+    const Py_ssize_t h = plan.h;
+    Cpx *z = plan.work;
+    for (Py_ssize_t k = 0; k < h; k++) {
+        /* X[0] and X[h] count as real (their imaginary parts are ignored, as pocketfft does) */
+        const float xr = spec[2 * k], xi = k == 0 ? 0.0f : spec[2 * k + 1];
+        const float cr = spec[2 * (h - k)], ci = k == 0 ? 0.0f : -spec[2 * (h - k) + 1];
+        const float fe_r = xr + cr, fe_i = xi + ci;
+        const float d_r = xr - cr, d_i = xi - ci;
+        const Cpx w = plan.split[k];  /* times conj(w) */
+        const float fo_r = d_r * w.r + d_i * w.i, fo_i = d_i * w.r - d_r * w.i;
+        z[k].r = fe_r - fo_i;  /* Fe + i Fo */
+        z[k].i = fe_i + fo_r;
+    }
+    Cpx *out = (Cpx *)x;
+    fft_work(out, z, 1, plan.factors, plan.inv_twiddles, h, 1);
+    for (Py_ssize_t i = 0; i < 2 * h; i++) {
+        x[i] *= scale;
+    }
+}
+
+/* rfft(frames, spectra) -> spectra: frames (rows, n) float32, spectra (rows, n/2 + 1)
+ * complex64 (1-D for one row) */
+static PyObject *kernel_rfft(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    Buffers bufs = {.count = 0};
+    Py_ssize_t in_len;
+    if (check_nargs(nargs, 2, "rfft") < 0) {
+        return NULL;
+    }
+    const float *x = get_buffer(&bufs, args[0], 0, -(Py_ssize_t)sizeof(float), "frames", &in_len);
+    if (x == NULL) goto fail;
+    const Py_buffer *view = &bufs.views[0];
+    const Py_ssize_t n = view->ndim > 0 ? view->shape[view->ndim - 1] : 0;
+    if (plan_for(n) < 0) goto fail;
+    const Py_ssize_t rows = in_len / (n * (Py_ssize_t)sizeof(float));
+    float *spec = get_buffer(&bufs, args[1], 1, rows * (n + 2) * (Py_ssize_t)sizeof(float), "spectra", NULL);
+    if (spec == NULL) goto fail;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        rfft_row(x + r * n, spec + r * (n + 2));
+    }
+    release_all(&bufs);
+    Py_INCREF(args[1]);
+    return args[1];
+fail:
+    release_all(&bufs);
+    return NULL;
+}
+
+/* irfft(spectra, frames) -> frames: the inverse of rfft (scaled by 1/n) */
+static PyObject *kernel_irfft(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    Buffers bufs = {.count = 0};
+    Py_ssize_t in_len;
+    if (check_nargs(nargs, 2, "irfft") < 0) {
+        return NULL;
+    }
+    const float *spec = get_buffer(&bufs, args[0], 0, -2 * (Py_ssize_t)sizeof(float), "spectra", &in_len);
+    if (spec == NULL) goto fail;
+    const Py_buffer *view = &bufs.views[0];
+    const Py_ssize_t bins = view->ndim > 0 ? view->shape[view->ndim - 1] : 0;
+    const Py_ssize_t n = 2 * (bins - 1);
+    if (plan_for(n) < 0) goto fail;
+    const Py_ssize_t rows = in_len / (bins * 2 * (Py_ssize_t)sizeof(float));
+    float *x = get_buffer(&bufs, args[1], 1, rows * n * (Py_ssize_t)sizeof(float), "frames", NULL);
+    if (x == NULL) goto fail;
+    const float scale = (float)(1.0 / (double)n);
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        irfft_row(spec + r * 2 * bins, x + r * n, scale);
+    }
+    release_all(&bufs);
+    Py_INCREF(args[1]);
+    return args[1];
+fail:
+    release_all(&bufs);
+    return NULL;
+}
+
 static PyMethodDef kernel_methods[] = {
+    {"rfft", (PyCFunction)(void (*)(void))kernel_rfft, METH_FASTCALL,
+     "rfft(frames, spectra) -> spectra: real FFT along the last axis (float32 -> complex64)"},
+    {"irfft", (PyCFunction)(void (*)(void))kernel_irfft, METH_FASTCALL,
+     "irfft(spectra, frames) -> frames: inverse real FFT along the last axis, scaled by 1/n"},
     {"estimate", (PyCFunction)(void (*)(void))kernel_estimate, METH_FASTCALL,
      "estimate(W, Ws, X, wx, p0) -> float: both filters' echo spectra, |X[0]|^2 and its sum"},
     {"errors", (PyCFunction)(void (*)(void))kernel_errors, METH_FASTCALL,

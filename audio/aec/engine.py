@@ -140,6 +140,10 @@ class EdgevoiceCanceller(EchoCanceller):
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999,
                  compiled: bool | None = None) -> None:
         self._kernel = _choose_kernel(compiled)
+        # the per-period 320-point FFTs, into preallocated arrays: the kernel's own (no
+        # per-call plan) or numpy's pocketfft
+        self._rfft: Any = rfft if self._kernel is None else self._kernel.rfft
+        self._irfft: Any = irfft if self._kernel is None else self._kernel.irfft
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
         self._ks = max(1, min(self._k, round(shadow_ms * SAMPLE_RATE / 1000 / _N)))
         self._max_delay = SAMPLE_RATE * max_delay_ms // 1000
@@ -287,9 +291,9 @@ class EdgevoiceCanceller(EchoCanceller):
         xbuf[_N:] = self._aligned(0, _N)
 
         if self._constrained is None:
-            X = self._xh.push(rfft(xbuf))
+            X = self._xh.push(self._rfft(xbuf, self._x_spectra[0]))
         else:
-            spectra = rfft(self._x_in, out=self._x_spectra)
+            spectra = self._rfft(self._x_in, self._x_spectra)
             X = self._xh.push(spectra[0])
             self._store_constrained(spectra[1:])
         kern = self._kernel
@@ -315,7 +319,7 @@ class EdgevoiceCanceller(EchoCanceller):
         fft_in = self._fft_in
         err = fft_in[::2, _N:]  # the main and the shadow filter's error, zero-padded
         if kern is not None:
-            e_energy, es_energy, d_all = kern.errors(d, irfft(wx, out=self._echo_frames), fft_in)
+            e_energy, es_energy, d_all = kern.errors(d, self._irfft(wx, self._echo_frames), fft_in)
         else:
             tmp = self._tmp_c
             np.multiply(self._W, X, out=tmp)
@@ -344,9 +348,9 @@ class EdgevoiceCanceller(EchoCanceller):
             frame[_N:] = err[1] if use_shadow else err[0]
             np.multiply(frame, self._window, out=fft_in[1])
         if not far:
-            return self._finish_alone(d, rfft(fft_in[1]))
+            return self._finish_alone(d, self._rfft(fft_in[1], self._spectra[1]))
         # one forward FFT: the main error, the suppressor's frame, the shadow error
-        spectra = rfft(fft_in, out=self._spectra)
+        spectra = self._rfft(fft_in, self._spectra)
         if kern is not None:
             out_pcm = self._update_compiled(kern, X, pxk, spectra, d_energy)
             self._apply_choice(take)
@@ -378,7 +382,7 @@ class EdgevoiceCanceller(EchoCanceller):
             self._rs_err, self._gain_buf, self._ifft_in, self._m_scale, self._delta, self._a2,
             self._noise_at == 0, j, js, self._over, self._over_talk, self._talk_ratio, self._floor)
         self._last_gain = self._gain_buf
-        times = irfft(self._ifft_in, out=self._times)
+        times = self._irfft(self._ifft_in, self._times)
         pcm: Pcm = np.empty(_N, dtype=np.int16)
         out_energy = kern.output(times, self._window_pcm, self._ola, pcm, self._x_in)
         self._constrained = (j, js)
@@ -414,7 +418,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._residual_lin *= 0.5
         if self._kernel is not None:
             np.multiply(frame, self._window, out=self._fft_in[1])
-            out = self._finish_alone(d, rfft(self._fft_in[1]))
+            out = self._finish_alone(d, self._rfft(self._fft_in[1], self._spectra[1]))
         else:
             out = self._finish_alone(d, rfft(frame * self._window))
         # Once the residual-echo estimate has decayed below 1e-30 the suppressor's gains
@@ -548,7 +552,7 @@ class EdgevoiceCanceller(EchoCanceller):
         """Finish the gradient constraint now, before anything reads or moves the
         filters outside the usual order (a delay jump, a filter copy, a snapshot)."""
         if self._constrained is not None:
-            self._store_constrained(rfft(self._x_in[1:]))
+            self._store_constrained(self._rfft(self._x_in[1:], self._x_spectra[1:]))
 
     def _choose(self, d_energy: float, e_energy: float, es_energy: float) -> int:
         """Track the filters' error levels; returns which filter to copy into the other
@@ -615,7 +619,7 @@ class EdgevoiceCanceller(EchoCanceller):
                                           self._talk_ratio, self._floor)
             self._last_gain = self._gain_buf
             pcm: Pcm = np.empty(_N, dtype=np.int16)
-            out_energy = kern.output(irfft(out_spec, out=self._times[2]), self._window_pcm,
+            out_energy = kern.output(self._irfft(out_spec, self._times[2]), self._window_pcm,
                                      self._ola, pcm, None)
             self._track_erle(0.0, out_energy)
             return pcm

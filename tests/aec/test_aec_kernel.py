@@ -109,3 +109,45 @@ def test_the_kernel_rejects_arrays_of_the_wrong_size_or_layout() -> None:
         kernel.estimate(w, ws, x, wx, frozen)
     with pytest.raises(TypeError):
         kernel.estimate(w, ws, x, wx)
+
+
+@pytest.mark.parametrize("n", [320, 8, 10, 12, 30, 90, 4096])
+def test_the_kernels_real_ffts_match_numpy_to_float32_rounding(n: int) -> None:
+    kernel = engine.load_kernel()
+    assert kernel is not None
+    rng = np.random.default_rng(n)
+    frames = rng.standard_normal((3, n)).astype(np.float32)
+    spectra = np.empty((3, n // 2 + 1), dtype=np.complex64)
+    assert kernel.rfft(frames, spectra) is spectra
+    want = np.fft.rfft(frames.astype(np.float64))
+    assert np.abs(spectra - want).max() <= 1e-6 * np.abs(want).max()
+    assert np.all(spectra[:, [0, -1]].imag == 0)
+    # the inverse ignores the imaginary parts of the DC and Nyquist bins, as numpy does
+    spec = (rng.standard_normal((3, n // 2 + 1)) + 1j * rng.standard_normal((3, n // 2 + 1)))
+    back = np.empty((3, n), dtype=np.float32)
+    assert kernel.irfft(spec.astype(np.complex64), back) is back
+    want_back = np.fft.irfft(spec)
+    assert np.abs(back - want_back).max() <= 1e-6 * np.abs(want_back).max()
+    # one row at a time is the same as the batch
+    one = np.empty(n // 2 + 1, dtype=np.complex64)
+    kernel.rfft(frames[1], one)
+    assert np.array_equal(one, spectra[1])
+
+
+def test_the_kernels_ffts_reject_lengths_they_cannot_factor() -> None:
+    kernel = engine.load_kernel()
+    assert kernel is not None
+    with pytest.raises(ValueError, match="2\\^a 3\\^b 5\\^c"):
+        kernel.rfft(np.zeros((1, 14), dtype=np.float32), np.zeros((1, 8), dtype=np.complex64))
+    with pytest.raises(ValueError, match="even"):
+        kernel.rfft(np.zeros(9, dtype=np.float32), np.zeros(5, dtype=np.complex64))
+    with pytest.raises(ValueError, match="spectra"):
+        kernel.rfft(np.zeros((2, 320), dtype=np.float32), np.zeros((1, 161), dtype=np.complex64))
+    # a rejected length leaves the cached plan intact
+    frames = np.random.default_rng(1).standard_normal(320).astype(np.float32)
+    kernel.rfft(frames[:80], np.zeros(41, dtype=np.complex64))
+    with pytest.raises(ValueError):
+        kernel.rfft(np.zeros(14, dtype=np.float32), np.zeros(8, dtype=np.complex64))
+    got = kernel.rfft(frames[:80], np.zeros(41, dtype=np.complex64))
+    want = np.fft.rfft(frames[:80].astype(np.float64))
+    assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
