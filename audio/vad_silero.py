@@ -13,6 +13,14 @@ run at 16 kHz, so the session is built from the 16 kHz branch alone
 (:func:`sixteen_khz_graph`: the branch's nodes and weights lifted to the top level,
 the same inputs and outputs): ~3.5 MB, the same probabilities and states bit for bit.
 A model of another shape is loaded as it is.
+
+State drift: the model's recurrent state, carried across a long stream, drifts. After
+tens of seconds of the echo canceller's output while the device talks (residual echo,
+near silence), a person talking over the device was scored 0.0-0.3 for 0.3-1.3 s; the
+same audio on a stream started a second before scored 0.5+ within 1-2 windows
+(``docs/hearing.md``; upstream: snakers4/silero-vad#725). So the state is zeroed after
+``state_reset_s`` of windows scored below 0.1 (nothing anyone would call speech);
+the 64-sample context stays, and a stream that just reset responds like a fresh one.
 """
 
 from __future__ import annotations
@@ -31,13 +39,14 @@ _LOGGER = logging.getLogger(__name__)
 
 WINDOW = 512
 CONTEXT = 64
+QUIET_PROBABILITY = 0.1  # windows scored below this count towards the state reset
 
 
 class SileroVad(VadEngine):
     name = "silero"
     window_samples = WINDOW
 
-    def __init__(self, model_path: str | Path, *, threads: int = 1) -> None:
+    def __init__(self, model_path: str | Path, *, threads: int = 1, state_reset_s: float = 1.0) -> None:
         ort: Any = require("onnxruntime", "hearing", "Silero VAD")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
@@ -64,6 +73,8 @@ class SileroVad(VadEngine):
         self._sr = np.array(SAMPLE_RATE, dtype=np.int64)
         self._buffer = np.zeros((1, CONTEXT + WINDOW), dtype=np.float32)
         self._state = np.zeros((2, 1, 128), dtype=np.float32)
+        self.reset_after = reset_windows(state_reset_s)
+        self._quiet = 0  # windows in a row scored below QUIET_PROBABILITY
         _LOGGER.debug("Silero VAD loaded from %s", model_path)
 
     def probability(self, window: Pcm) -> float:
@@ -76,11 +87,17 @@ class SileroVad(VadEngine):
         output, self._state = self._session.run(
             None, {"input": buffer, "state": self._state, "sr": self._sr}
         )
-        return float(output[0, 0])
+        probability = float(output[0, 0])
+        self._quiet = self._quiet + 1 if probability < QUIET_PROBABILITY else 0
+        if self.reset_after and self._quiet >= self.reset_after:
+            self._state = np.zeros((2, 1, 128), dtype=np.float32)  # see "State drift" above
+            self._quiet = 0
+        return probability
 
     def reset(self) -> None:
         self._buffer[:] = 0.0
         self._state = np.zeros((2, 1, 128), dtype=np.float32)
+        self._quiet = 0
 
     def another_stream(self) -> SileroVad:
         """A second stream on the same loaded model: the onnxruntime session is stateless
@@ -91,7 +108,16 @@ class SileroVad(VadEngine):
         other._sr = self._sr
         other._buffer = np.zeros_like(self._buffer)
         other._state = np.zeros((2, 1, 128), dtype=np.float32)
+        other.reset_after = self.reset_after
+        other._quiet = 0
         return other
+
+
+def reset_windows(state_reset_s: float) -> int:
+    """Windows of quiet after which the state is zeroed (0: never)."""
+    if state_reset_s < 0:
+        raise VadError(f"state_reset_s must be >= 0 (0: never reset), got {state_reset_s}")
+    return round(state_reset_s * SAMPLE_RATE / WINDOW)
 
 
 # --- the 16 kHz branch (protobuf fields of ONNX's ModelProto, read and written by hand) -----

@@ -57,7 +57,8 @@ def build_vad(vad: VadConfig, models_dir: str | Path | None = None) -> VoiceActi
     else:
         from edgevoice.audio.vad_silero import SileroVad
 
-        engine = SileroVad(resolve_model(vad.model, ModelKind.VAD, models_dir).path)
+        engine = SileroVad(resolve_model(vad.model, ModelKind.VAD, models_dir).path,
+                           state_reset_s=vad.state_reset_s)
     # The energy engine is as cheap as the gate itself: nothing to spare.
     quiet = QuietGate(vad.idle_gate_db) if vad.idle_gate_db > 0 and vad.engine != "energy" else None
     return VoiceActivity(engine, vad.threshold, vad.release_threshold, quiet)

@@ -35,6 +35,12 @@ class VadConfig:
         "above the room's noise floor (and the second after it), so a quiet room costs "
         "almost nothing. 0: score everything.", minimum=0.0, maximum=40.0,
     )
+    state_reset_s: float = setting(
+        1.0, "Silero engine: zero the model's recurrent state after this long with nothing "
+        "scored as speech. Over a long stream the state drifts and a person talking over the "
+        "device is scored late (docs/hearing.md, \"State drift\"). 0: never.",
+        minimum=0.0, maximum=60.0, restart=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
