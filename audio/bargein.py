@@ -9,7 +9,8 @@ partial ASR words and button presses; it answers what to do. Time is the sum of 
                                   speech_dbfs=level_of_cancelled_period,
                                   residual_echo_dbfs=aec.stats.residual_echo_dbfs,
                                   device_speaking=speaker_busy,
-                                  reference_ok=aec.stats.reference_ok))
+                                  reference_ok=aec.stats.reference_ok,
+                                  unsuppressed_dbfs=level_before_suppression))
     if upd.mode_changed: emit an event with upd.mode (normal / safe_threshold / button_only)
     if upd.decision is Decision.BARGE_IN:
         stop playback, cancel TTS and agent; the user's turn starts at upd.speech_onset_ms
@@ -22,7 +23,12 @@ partial ASR words and button presses; it answers what to do. Time is the sum of 
 
 Rules: a barge-in needs speech (VAD probability at or above the threshold *and* the
 cancelled signal at least ``margin_db`` above the residual-echo level) sustained for
-``min_speech_ms``; gaps up to ``hangover_ms`` do not break it. With ``min_words`` > 0 the
+``min_speech_ms``; gaps up to ``hangover_ms`` do not break it. Where the level before
+the canceller's residual-echo suppressor is known (its linear output), speech must also
+have come through the suppressor nearly whole (at most ``max_suppression_db`` taken):
+what the suppressor cuts hard is what it judged to be echo. The residual-echo estimate
+models only the linear echo path; a clipping loudspeaker leaves echo above it that the
+suppressor still recognises. With ``min_words`` > 0 the
 sustained speech is only a candidate (playback goes on) until that many words are
 recognised; if the speech stops first it was a backchannel ("mm-hm") and is ignored.
 Without a working reference (AEC off or unhealthy) the detector is in safe mode: a
@@ -81,6 +87,8 @@ class BargeInSettings:
     # the device pulls the canceller's echo-reduction reading down for a moment, right
     # when the barge-in is being decided. A longer failure still ends in the safe mode.
     degrade_ms: int = 2000
+    # Speech the residual-echo suppressor took more than this from is echo (0: no test).
+    max_suppression_db: float = 6.0
     resume_after_false_barge_in: bool = True
 
     def __post_init__(self) -> None:
@@ -100,6 +108,9 @@ class BargeInInput:
     residual_echo_dbfs: float  # the echo canceller's residual-echo estimate
     device_speaking: bool
     reference_ok: bool = True
+    # level of the same audio before the residual-echo suppressor (the canceller's linear
+    # output); None when there is no such stage
+    unsuppressed_dbfs: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +198,8 @@ class BargeInDetector:
         margin = s.margin_db if normal else s.safe_margin_db
         needed = s.min_speech_ms if normal else s.safe_min_speech_ms
         is_speech = (period.vad_probability >= threshold
-                     and period.speech_dbfs >= period.residual_echo_dbfs + margin)
+                     and period.speech_dbfs >= period.residual_echo_dbfs + margin
+                     and not self._suppressed(period))
         if is_speech:
             if self._onset is None:
                 self._onset = start
@@ -206,6 +218,12 @@ class BargeInDetector:
             self._candidate = True
             return self._update(Decision.CANDIDATE, changed)
         return self._barge_in(changed)
+
+    def _suppressed(self, period: BargeInInput) -> bool:
+        """The residual-echo suppressor took more than ``max_suppression_db`` of it."""
+        limit = self.settings.max_suppression_db
+        unsuppressed = period.unsuppressed_dbfs
+        return limit > 0 and unsuppressed is not None and period.speech_dbfs < unsuppressed - limit
 
     def _barge_in(self, changed: bool = False) -> BargeInUpdate:
         self._interrupted = True

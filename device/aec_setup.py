@@ -35,6 +35,7 @@ def barge_in_settings(barge_in: BargeInConfig) -> BargeInSettings:
         safe_vad_threshold=barge_in.safe_vad_threshold,
         safe_min_speech_ms=barge_in.safe_min_speech_ms,
         degrade_ms=barge_in.degrade_ms,
+        max_suppression_db=barge_in.max_suppression_db,
         resume_after_false_barge_in=barge_in.resume_after_false_barge_in,
     )
 

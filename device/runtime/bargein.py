@@ -79,6 +79,7 @@ class BargeInMonitor:
                 residual_echo_dbfs=residual,
                 device_speaking=in_reply,
                 reference_ok=reference_ok,
+                unsuppressed_dbfs=None if window.heard is None else dbfs(window.heard),
             ))
             if update.mode_changed:
                 _LOGGER.debug("barge-in mode: %s", update.mode)

@@ -23,9 +23,10 @@ RESIDUAL = -60.0
 
 
 def period(vad: float = 0.0, level: float = -30.0, *, speaking: bool = True, ref_ok: bool = True,
-           residual: float = RESIDUAL, ms: int = 10) -> BargeInInput:
+           residual: float = RESIDUAL, ms: int = 10, unsuppressed: float | None = None) -> BargeInInput:
     return BargeInInput(duration_ms=ms, vad_probability=vad, speech_dbfs=level,
-                        residual_echo_dbfs=residual, device_speaking=speaking, reference_ok=ref_ok)
+                        residual_echo_dbfs=residual, device_speaking=speaking, reference_ok=ref_ok,
+                        unsuppressed_dbfs=unsuppressed)
 
 
 def feed(det: BargeInDetector, p: BargeInInput, count: int) -> list[BargeInUpdate]:
@@ -82,6 +83,26 @@ def test_speech_must_rise_above_the_residual_echo() -> None:
     ups = feed(det, period(vad=0.95, level=-40.0, residual=-44.0), 50)
     assert first(ups, Decision.BARGE_IN) is None
     ups = feed(det, period(vad=0.95, level=-37.0, residual=-44.0), 10)
+    assert first(ups, Decision.BARGE_IN) == 9
+
+
+def test_speech_the_suppressor_cut_hard_is_echo() -> None:
+    """A clipping loudspeaker: echo the linear filter cannot model sits far above the
+    residual-echo estimate, and the suppressor cuts it by more than max_suppression_db."""
+    det = BargeInDetector(BargeInSettings(min_speech_ms=100, max_suppression_db=6.0))
+    ups = feed(det, period(vad=0.95, level=-41.0, unsuppressed=-34.0), 50)  # 7 dB taken
+    assert first(ups, Decision.BARGE_IN) is None
+    # a person comes through the suppressor nearly whole
+    ups = feed(det, period(vad=0.95, level=-40.0, unsuppressed=-34.0), 10)  # 6 dB: still speech
+    assert first(ups, Decision.BARGE_IN) == 9
+
+
+@pytest.mark.parametrize("unsuppressed", [None, -10.0])
+def test_the_suppression_test_is_off_at_zero_or_without_a_level_before_the_suppressor(
+        unsuppressed: float | None) -> None:
+    limit = 0.0 if unsuppressed is not None else 6.0
+    det = BargeInDetector(BargeInSettings(min_speech_ms=100, max_suppression_db=limit))
+    ups = feed(det, period(vad=0.95, level=-40.0, unsuppressed=unsuppressed), 10)
     assert first(ups, Decision.BARGE_IN) == 9
 
 

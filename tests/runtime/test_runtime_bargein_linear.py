@@ -64,6 +64,17 @@ def test_while_a_reply_is_in_flight_the_linear_output_decides() -> None:
     assert [t is not None for t in taken] == [False] * 4 + [True] + [False] * 3
 
 
+@pytest.mark.parametrize(("cut_db", "taken"), [(0.0, True), (5.0, True), (10.0, False)])
+def test_the_monitor_tells_the_detector_what_the_suppressor_took(cut_db: float, taken: bool) -> None:
+    """``heard`` (the linear output) against the window (the suppressed output): a window
+    the suppressor cut by more than max_suppression_db (6 dB) is echo."""
+    monitor = BargeInMonitor(BargeInDetector(BargeInSettings(min_speech_ms=150)), linear_vad=ScriptedVad(0.9))
+    cut = [VadWindow(w.start_sample, (w.pcm * 10 ** (-cut_db / 20)).astype(np.int16), 0.9, True, w.heard)
+           for w in windows(8)]
+    results = [monitor.update([w], None, True, in_reply=True) for w in cut]
+    assert any(r is not None for r in results) is taken
+
+
 def test_without_the_linear_stream_the_windows_own_verdict_decides() -> None:
     monitor = BargeInMonitor(BargeInDetector(BargeInSettings(min_speech_ms=150)))
     assert all(monitor.update([w], None, True, in_reply=True) is None for w in windows(30))

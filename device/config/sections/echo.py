@@ -79,6 +79,12 @@ class BargeInConfig:
         "echo-reduction reading down for a moment. A longer failure switches to the safe mode.",
         minimum=0, maximum=60000,
     )
+    max_suppression_db: float = setting(
+        6.0, "Speech counts only where the canceller's residual-echo suppressor took at most "
+        "this much of it (its output against its linear output): what it cuts hard, it "
+        "judged to be echo. Keeps a clipping loudspeaker's echo from interrupting the device "
+        "(docs/aec.md). 0: no such test.", minimum=0.0, maximum=60.0,
+    )
     resume_after_false_barge_in: bool = setting(
         True, "When the interrupting speech held no words, resume the reply from the sentence "
         "it stopped in.",
