@@ -25,10 +25,12 @@ from typing import Any
 
 from edgevoice import __version__
 from edgevoice.audio.backend import AudioBackend
+from edgevoice.audio.bargein import BargeInSettings
 from edgevoice.audio.duplex import DuplexLoop
 from edgevoice.audio.earcons import Earcons
 from edgevoice.audio.listener import HearingEvent, Listener
 from edgevoice.audio.speaker import Speaker
+from edgevoice.device.aec_setup import barge_in_settings
 from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
 from edgevoice.device.audio_io import open_backend
 from edgevoice.device.config import Config, LoadedConfig, load_config, revision, to_dict
@@ -39,7 +41,7 @@ from edgevoice.device.gpio import ButtonEvent, ButtonSettings, LedPattern, Statu
 from edgevoice.device.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
 from edgevoice.device.logs import scrub_secrets
-from edgevoice.device.runtime.bargein import build_barge_in
+from edgevoice.device.runtime.bargein import BargeInMonitor, build_barge_in
 from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
 from edgevoice.device.runtime.frontend import FrontEnd
 from edgevoice.device.runtime.state import ListenMode, State
@@ -447,6 +449,9 @@ class Daemon(DeviceActions):
             apply_splitting(self.conversation.replies, new.tts)
             if old.asr.early_final_ms != new.asr.early_final_ms:
                 self.conversation.front.control(partial(_set_early_final, ms=new.asr.early_final_ms))
+            if old.barge_in != new.barge_in:
+                settings = barge_in_settings(new.barge_in)
+                self.conversation.front.control(partial(_set_barge_in, self.conversation.barge_in, settings))
         if restart:
             _LOGGER.warning("config changes that need a restart: %s", ", ".join(restart))
         return restart
@@ -528,6 +533,14 @@ def build_front_end(config: Config) -> FrontEnd:
 def _set_early_final(listener: Listener, *, ms: int) -> list[HearingEvent]:
     """A front-end control: the listener's early final, changed on its own thread."""
     listener.early_final_ms = ms
+    return []
+
+
+def _set_barge_in(monitor: BargeInMonitor, settings: BargeInSettings,
+                  listener: Listener) -> list[HearingEvent]:
+    """A front-end control: the barge-in detector's settings, changed on the thread that
+    feeds it (its speech in progress and its mode carry over)."""
+    monitor.detector.settings = settings
     return []
 
 
