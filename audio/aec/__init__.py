@@ -5,7 +5,7 @@
     out = aec.process(mic_period, reference_period)   # 160 int16 samples each
     aec.stats   # AecStats: delay_ms, erle_db, converged, reference_ok, residual_echo_dbfs
 
-Engines: ``edgevoice`` (default, numpy), ``speex`` (libspeexdsp through ctypes),
+Engines: ``edgevoice`` (default, numpy with a compiled C kernel), ``speex`` (libspeexdsp through ctypes),
 ``webrtc`` (WebRTC AEC3 through livekit), ``none`` (passthrough).
 """
 

@@ -1,7 +1,8 @@
 """edgevoice's own echo canceller (the default engine).
 
-Pure numpy, vectorised per 10 ms block, frame-synchronous input, 10 ms added latency
-(the residual-echo suppressor's overlap-add). Built from:
+numpy, vectorised per 10 ms block (its hot part also compiled, see the end),
+frame-synchronous input, 10 ms added latency (the residual-echo suppressor's
+overlap-add). Built from:
 
 1. **Bulk delay** (:mod:`.delay`): GCC-PHAT on 4 kHz signals with a time-averaged
    cross-spectrum. The reference is delayed by the estimate (minus a small margin) in
@@ -33,13 +34,15 @@ errors with the suppressor's frame; the constraint with the suppressor's output)
 histories in ring buffers (:mod:`.ring`) instead of shifted arrays, scratch arrays
 reused, and the filters and the suppressor in float32/complex64.
 
-Compiled kernel: the per-block arithmetic between the FFTs (both echo estimates, the
-errors, the Kalman and shadow updates, the suppressor's gains, the overlap-add) also
-exists in C (``_kernel.c``, built at install when a compiler is there), which makes an
-active block six calls instead of ~60. ``compiled=None`` (the default) uses it when it
-was built and otherwise runs the numpy code here, the reference, logging once what to
-install; ``compiled=False`` forces numpy, ``compiled=True`` requires the kernel. The two
-paths agree to float32 rounding (sums in another order), not bit for bit.
+Compiled kernel: the per-block arithmetic (both echo estimates, the errors, the Kalman
+and shadow updates, the suppressor's gains, the overlap-add) and the 320-point FFTs also
+exist in C (``_kernel.c``, built at install when a compiler is there), which makes an
+active block nine kernel calls instead of ~60 numpy calls. ``compiled=None`` (the
+default) uses it when it was built and otherwise runs the numpy code here, the
+reference, logging once what to install; ``compiled=False`` forces numpy,
+``compiled=True`` requires the kernel. The two paths agree to float32 rounding (sums in
+another order, another FFT), not bit for bit: outputs ~110 dB apart on the tests' rooms,
+every echo figure of the benchmark the same to 0.1 dB.
 """
 
 from __future__ import annotations
