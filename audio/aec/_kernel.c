@@ -497,6 +497,9 @@ static PyObject *kernel_output(PyObject *self, PyObject *const *args, Py_ssize_t
         energy += v * v;
         v = rintf(v);
         v = v < -32768.0f ? -32768.0f : (v > 32767.0f ? 32767.0f : v);
+        if (v != v) {  /* NaN: no defined int16 */
+            v = 0.0f;
+        }
         pcm[i] = (int16_t)v;
     }
     release_all(&bufs);
