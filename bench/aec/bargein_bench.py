@@ -153,7 +153,7 @@ def main() -> None:
     trials = args.trials or (100 if args.full else 24)
     self_minutes = args.minutes if args.minutes is not None else (10.0 if args.full else 2.0)
 
-    def chain() -> Chain:
+    def new_chain() -> Chain:
         return Chain(vad_model, settings, aec_kw, args.vad_from, args.state_reset_s)
 
     detected, latencies, early = 0, [], 0
@@ -166,7 +166,7 @@ def main() -> None:
     onset_sdr: list[float] = []
     for seed in range(trials):
         trial = make_trial(seed)
-        _, _, hit = run(chain(), trial.mic(), to_pcm(trial.ref))
+        _, _, hit = run(new_chain(), trial.mic(), to_pcm(trial.ref))
         if hit is not None and hit < trial.onset:
             early += 1  # interrupted itself before the person spoke
             continue
@@ -181,7 +181,7 @@ def main() -> None:
         ref_cut = trial.ref.copy()
         ref_cut[hit + PERIOD:] = 0.0
         mic2 = to_pcm((echo_of(trial.room, ref_cut) + trial.near + trial.noise) * trial.gain)
-        out2, linear2, _ = run(chain(), mic2, to_pcm(ref_cut),
+        out2, linear2, _ = run(new_chain(), mic2, to_pcm(ref_cut),
                                stop_at=hit + PERIOD)
         lo, hi = trial.window()
         heard_all = linear2 if args.asr_from == "linear" else out2
@@ -222,7 +222,7 @@ def main() -> None:
         ref = far_speech(rng, 30.0)
         mic = echo_of(room, ref)
         mic += rng.standard_normal(len(mic)) * float(np.sqrt(np.mean(mic ** 2))) * 0.01
-        chain = chain()
+        chain = new_chain()
         mic_pcm, ref_pcm = to_pcm(mic * 0.7 / np.max(np.abs(mic))), to_pcm(ref)
         for i in range(0, len(mic_pcm) // PERIOD * PERIOD, PERIOD):
             _, decision = chain.step(mic_pcm[i:i + PERIOD], ref_pcm[i:i + PERIOD], True)
