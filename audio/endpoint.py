@@ -96,13 +96,8 @@ class EndpointStep:
 
 class Endpointer:
     def __init__(self, settings: EndpointSettings | None = None, *, auto_start: bool = True) -> None:
-        self.settings = settings or EndpointSettings()
         self.auto_start = auto_start
-        s = self.settings
-        self._min_speech = s.samples(s.min_speech_ms)
-        self._end_silence = s.samples(s.end_silence_ms)
-        self._max_turn = s.samples(s.max_turn_s * 1000)
-        self._pre_roll = s.samples(s.pre_roll_ms)
+        self.apply(settings or EndpointSettings())
         self.state = EndpointState.IDLE
         self._pos = 0  # audio clock: samples pushed so far
         self._history: deque[tuple[int, Pcm]] = deque()  # recent (start, pcm) outside a turn
@@ -117,6 +112,15 @@ class Endpointer:
         self._wait_deadline: int | None = None
         self._settle_until = 0
         self._end_on_silence = True
+
+    def apply(self, settings: EndpointSettings) -> None:
+        """Use ``settings`` from the next push on (a turn in progress keeps its audio and
+        is judged by the new limits from here on)."""
+        self.settings = settings
+        self._min_speech = settings.samples(settings.min_speech_ms)
+        self._end_silence = settings.samples(settings.end_silence_ms)
+        self._max_turn = settings.samples(settings.max_turn_s * 1000)
+        self._pre_roll = settings.samples(settings.pre_roll_ms)
 
     # --- the audio clock -------------------------------------------------------------
     @property

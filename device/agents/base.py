@@ -83,6 +83,16 @@ class AgentClient(abc.ABC):
         """Providers drop their own per-session state here."""
         return None
 
+    def take_session(self, other: AgentClient) -> None:
+        """Carry on ``other``'s conversation (a client rebuilt for new settings on reload):
+        its session id, history and what is pending of its last turn. Provider-specific
+        state (e.g. a running summary) is not carried over."""
+        self._session_id = other._session_id
+        self.history = list(other.history)
+        self._pending_user = other._pending_user
+        self._pending_reply = list(other._pending_reply)
+        self._interrupted_text = other._interrupted_text
+
     # --- one turn -----------------------------------------------------------------
 
     async def reply(self, turn: UserTurn) -> AsyncIterator[str]:

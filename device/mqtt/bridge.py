@@ -222,7 +222,6 @@ class MqttBridge:
 
     async def _telemetry_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        interval = self.config.telemetry_interval_s
         next_at = loop.time()
         while True:
             try:
@@ -232,6 +231,7 @@ class MqttBridge:
             except Exception:
                 _LOGGER.exception("MQTT telemetry failed")
             self._schedule_state_refresh()
+            interval = self.config.telemetry_interval_s  # read each time: it applies on reload
             next_at += interval
             now = loop.time()
             if next_at < now:  # fell behind (a suspended board): skip, don't burst

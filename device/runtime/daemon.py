@@ -12,25 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
-from functools import partial
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from edgevoice import __version__
 from edgevoice.audio.backend import AudioBackend
-from edgevoice.audio.bargein import BargeInSettings
 from edgevoice.audio.duplex import DuplexLoop
 from edgevoice.audio.earcons import Earcons
-from edgevoice.audio.listener import HearingEvent, Listener
 from edgevoice.audio.speaker import Speaker
-from edgevoice.device.aec_setup import barge_in_settings
 from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
 from edgevoice.device.audio_io import open_backend
 from edgevoice.device.config import Config, LoadedConfig, load_config, revision, to_dict
@@ -41,13 +36,13 @@ from edgevoice.device.gpio import ButtonEvent, ButtonSettings, LedPattern, Statu
 from edgevoice.device.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
 from edgevoice.device.logs import scrub_secrets
-from edgevoice.device.runtime.bargein import BargeInMonitor, build_barge_in
+from edgevoice.device.runtime.bargein import build_barge_in
 from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
 from edgevoice.device.runtime.frontend import FrontEnd
 from edgevoice.device.runtime.state import ListenMode, State
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.sdnotify import Notifier
-from edgevoice.device.speaking import apply_splitting, build_synthesizer, reply_speaker
+from edgevoice.device.speaking import build_synthesizer, reply_speaker
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -111,6 +106,7 @@ class Daemon(DeviceActions):
         self.conversation: Conversation | None = None
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
+        self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
 
     # --- life cycle -------------------------------------------------------------------
@@ -154,7 +150,7 @@ class Daemon(DeviceActions):
 
         await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
-        earcons = Earcons(self.speaker, _enabled_earcons(config), config.earcons.level)
+        earcons = Earcons(self.speaker, enabled_earcons(config), config.earcons.level)
         self.agent = build_agent(config, self)
         self.conversation = Conversation(
             bus=self.bus,
@@ -428,33 +424,28 @@ class Daemon(DeviceActions):
     # --- config -------------------------------------------------------------------------
 
     def _apply_live(self, new: Config) -> list[str]:
-        """Apply what can change without a restart; return the keys that need one."""
-        from edgevoice.device.config.fields import check_of
+        """Apply what can change without a restart (the table in ``live_config``); return
+        the changed keys that need one."""
+        from edgevoice.device.runtime.live_config import apply_live
 
         old = self.config
-        restart: list[str] = []
-        for section in dataclasses.fields(Config):
-            before, after = getattr(old, section.name), getattr(new, section.name)
-            for field in dataclasses.fields(before):
-                if getattr(before, field.name) != getattr(after, field.name):
-                    check = check_of(field)
-                    if check is not None and check.restart:
-                        restart.append(f"{section.name}.{field.name}")
         self.config = new
         scrub_secrets(secret_values(new))
-        if self.speaker is not None and old.audio.volume != new.audio.volume:
-            self.speaker.volume = new.audio.volume
-        if self.conversation is not None:
-            self.conversation.settings = conversation_settings(new)
-            apply_splitting(self.conversation.replies, new.tts)
-            if old.asr.early_final_ms != new.asr.early_final_ms:
-                self.conversation.front.control(partial(_set_early_final, ms=new.asr.early_final_ms))
-            if old.barge_in != new.barge_in:
-                settings = barge_in_settings(new.barge_in)
-                self.conversation.front.control(partial(_set_barge_in, self.conversation.barge_in, settings))
+        restart = apply_live(self, old, new)
         if restart:
             _LOGGER.warning("config changes that need a restart: %s", ", ".join(restart))
         return restart
+
+    def swap_agent_soon(self, agent: AgentClient) -> None:
+        """Put ``agent`` (rebuilt for new settings) in place once no reply is in flight;
+        it takes over the session. A newer swap replaces one still waiting."""
+        from edgevoice.device.runtime.live_config import swap_agent_when_idle
+
+        if self._agent_swap is not None and not self._agent_swap.done():
+            self._agent_swap.cancel()
+        self._agent_swap = asyncio.ensure_future(swap_agent_when_idle(self, agent))
+        self._in_flight.add(self._agent_swap)
+        self._agent_swap.add_done_callback(self._in_flight.discard)
 
     def _writable_config_path(self) -> Path:
         if self.config_path is not None:
@@ -530,20 +521,6 @@ def build_front_end(config: Config) -> FrontEnd:
     return FrontEnd(build_listener(config, origin_s=-canceller.latency_ms / 1000.0), canceller)
 
 
-def _set_early_final(listener: Listener, *, ms: int) -> list[HearingEvent]:
-    """A front-end control: the listener's early final, changed on its own thread."""
-    listener.early_final_ms = ms
-    return []
-
-
-def _set_barge_in(monitor: BargeInMonitor, settings: BargeInSettings,
-                  listener: Listener) -> list[HearingEvent]:
-    """A front-end control: the barge-in detector's settings, changed on the thread that
-    feeds it (its speech in progress and its mode carry over)."""
-    monitor.detector.settings = settings
-    return []
-
-
 def _warm_up(synthesizer: Any, front: FrontEnd) -> None:
     audio = synthesizer.engine.synthesize("Hello, what time is it today?")
     asr = front.listener.asr
@@ -551,7 +528,7 @@ def _warm_up(synthesizer: Any, front: FrontEnd) -> None:
         asr.warm_up(audio.pcm)
 
 
-def _enabled_earcons(config: Config) -> list[str]:
+def enabled_earcons(config: Config) -> list[str]:
     earcons = config.earcons
     return [name for name in ("wake", "listening", "thinking", "error", "reset") if getattr(earcons, name)]
 

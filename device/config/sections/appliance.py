@@ -14,15 +14,15 @@ class DeviceConfig:
     id: str = setting(
         "",
         "Device identity (MQTT client id and topic). Empty: the provisioned identity "
-        "(/var/lib/edgevoice/identity.json), else derived from /etc/machine-id.",
+        "(/var/lib/edgevoice/identity.json), else derived from /etc/machine-id.", restart=True,
     )
-    name: str = setting("", "Human-readable name shown in fleet listings and Home Assistant.")
-    group: str = setting("", "Fleet group; the device also takes commands sent to this group.")
+    name: str = setting("", "Human-readable name shown in fleet listings and Home Assistant.", restart=True)
+    group: str = setting("", "Fleet group; the device also takes commands sent to this group.", restart=True)
     resource_id: str = setting(
         "",
         "Who is on the device, sent to the agent as resource_id. Empty: the key is omitted.",
     )
-    language: str = setting("en", "Language of the conversation (BCP 47 primary tag, e.g. en).")
+    language: str = setting("en", "Language of the conversation (BCP 47 primary tag, e.g. en).", restart=True)
     state_dir: str = setting(
         "/var/lib/edgevoice", "Where identity, history and fetched models live.", restart=True
     )
@@ -51,7 +51,7 @@ class GpioConfig:
     double_press_mutes: bool = setting(True, "A double press toggles the microphone mute.")
     led_pin: int = setting(-1, "BCM pin of a (PWM) status LED. -1: none.", minimum=-1, maximum=63,
                            restart=True)
-    led_brightness: float = setting(1.0, "Status LED brightness.", minimum=0.0, maximum=1.0)
+    led_brightness: float = setting(1.0, "Status LED brightness.", minimum=0.0, maximum=1.0, restart=True)
     led_ring: str = setting(
         "none", "An LED ring on SPI 0.0 showing the state: apa102 (ReSpeaker 2/4/6-Mic HATs) or none.",
         choices=("none", "apa102"), restart=True,
@@ -81,16 +81,16 @@ class ConversationConfig:
     log_transcripts: bool = setting(
         False, "Write what people say and what the device answers to the log (personal data)."
     )
-    greeting: str = setting("", "Spoken once when the daemon is ready. Empty: nothing.")
+    greeting: str = setting("", "Spoken once when the daemon is ready. Empty: nothing.", restart=True)
 
 
 @dataclass(frozen=True, slots=True)
 class MqttConfig:
     """MQTT telemetry and fleet commands. Off when url is empty."""
 
-    url: str = setting("", "mqtt://host:1883 or mqtts://host:8883. Empty: MQTT off.")
-    username: str = setting("", "Broker user name.")
-    password: str = setting("", "Broker password.", secret=True)
+    url: str = setting("", "mqtt://host:1883 or mqtts://host:8883. Empty: MQTT off.", restart=True)
+    username: str = setting("", "Broker user name.", restart=True)
+    password: str = setting("", "Broker password.", secret=True, restart=True)
     topic_prefix: str = setting("edgevoice", "Topic root: <topic_prefix>/<device_id>/...", restart=True)
     protocol: str = setting(
         "5", "MQTT protocol version: 5, or 3.1.1 for older brokers.", choices=("5", "3.1.1"),
@@ -120,17 +120,19 @@ class MqttConfig:
         False, "Publish what people said and what the device replied (personal data) in events."
     )
     homeassistant_discovery: bool = setting(
-        False, "Publish Home Assistant MQTT discovery config (sensors, mute switch, volume, buttons)."
+        False, "Publish Home Assistant MQTT discovery config (sensors, mute switch, volume, buttons).",
+        restart=True,
     )
-    discovery_prefix: str = setting("homeassistant", "Home Assistant's discovery topic prefix.")
+    discovery_prefix: str = setting("homeassistant", "Home Assistant's discovery topic prefix.", restart=True)
     queue_size: int = setting(
         1000, "Messages kept while the broker is unreachable; beyond it the oldest are dropped "
         "(and counted).", minimum=1, maximum=1000000, restart=True,
     )
     command_rate: float = setting(
         5.0, "Commands per second a device accepts on average (token bucket).",
-        minimum=0.01, maximum=10000.0,
+        minimum=0.01, maximum=10000.0, restart=True,
     )
     command_burst: int = setting(
-        20, "Commands accepted back to back before command_rate applies.", minimum=1, maximum=100000
+        20, "Commands accepted back to back before command_rate applies.", minimum=1, maximum=100000,
+        restart=True,
     )

@@ -63,12 +63,12 @@ class AudioConfig:
     )
     queue_periods: int = setting(
         200, "Periods the audio thread may queue for the event loop before dropping.",
-        minimum=10, maximum=10000,
+        minimum=10, maximum=10000, restart=True,
     )
     volume: float = setting(1.0, "Speaker volume, 0.0 to 1.0.", minimum=0.0, maximum=1.0)
     reconnect_max_s: float = setting(
         10.0, "Longest wait between attempts to reopen a lost audio device.",
-        minimum=0.5, maximum=600.0,
+        minimum=0.5, maximum=600.0, restart=True,
     )
 
 
@@ -79,35 +79,37 @@ class RoomConfig:
 
     speed: float = setting(
         1.0, "Virtual clock speed: 1.0 is real time, 0 runs as fast as possible.",
-        minimum=0.0, maximum=1000.0,
+        minimum=0.0, maximum=1000.0, restart=True,
     )
     echo_gain_db: float = setting(
-        -6.0, "Level of the speaker's sound at the microphone, in dB.", minimum=-120.0, maximum=20.0
+        -6.0, "Level of the speaker's sound at the microphone, in dB.", minimum=-120.0, maximum=20.0,
+        restart=True,
     )
     echo_delay_ms: float = setting(
-        30.0, "Bulk delay of the echo path in milliseconds.", minimum=0.0, maximum=1000.0
+        30.0, "Bulk delay of the echo path in milliseconds.", minimum=0.0, maximum=1000.0, restart=True
     )
     impulse_response: str = setting(
-        "", "WAV file with the echo path's impulse response. Empty: a synthetic small room."
+        "", "WAV file with the echo path's impulse response. Empty: a synthetic small room.", restart=True
     )
     rt60_s: float = setting(
-        0.25, "Reverberation time of the synthetic room.", minimum=0.0, maximum=2.0
+        0.25, "Reverberation time of the synthetic room.", minimum=0.0, maximum=2.0, restart=True
     )
     noise_dbfs: float = setting(
-        -70.0, "Level of the microphone's background noise (dBFS).", minimum=-150.0, maximum=0.0
+        -70.0, "Level of the microphone's background noise (dBFS).", minimum=-150.0, maximum=0.0, restart=True
     )
-    seed: int = setting(0, "Random seed: the same seed gives the same bytes.")
+    seed: int = setting(0, "Random seed: the same seed gives the same bytes.", restart=True)
     record_dir: str = setting(
         "", "Folder where mic, reference, speaker and near-end streams are written as WAV. "
-        "Empty: none."
+        "Empty: none.", restart=True
     )
     talkers: tuple[str, ...] = setting(
         (),
         "Scripted near-end talkers, each 'file.wav@start_s' or 'file.wav@start_s@gain_db' "
-        "(e.g. 'question.wav@2.0@-3').",
+        "(e.g. 'question.wav@2.0@-3').", restart=True,
     )
     duration_s: float = setting(
-        0.0, "Audio time after which the room's input ends. 0: never.", minimum=0.0, maximum=86400.0
+        0.0, "Audio time after which the room's input ends. 0: never.", minimum=0.0, maximum=86400.0,
+        restart=True,
     )
 
 
@@ -115,11 +117,11 @@ class RoomConfig:
 class WavConfig:
     """The WAV backend (audio.backend = "wav"): microphone from a file, speaker to a file."""
 
-    input: str = setting("", "WAV file read as the microphone.")
-    output: str = setting("", "WAV file the speaker is written to. Empty: discard.")
-    realtime: bool = setting(False, "Pace reads at real time instead of as fast as possible.")
+    input: str = setting("", "WAV file read as the microphone.", restart=True)
+    output: str = setting("", "WAV file the speaker is written to. Empty: discard.", restart=True)
+    realtime: bool = setting(False, "Pace reads at real time instead of as fast as possible.", restart=True)
     at_end: str = setting(
         "stop",
         "At the end of the input: stop (the audio input ends) or silence (keep going with silence).",
-        choices=("stop", "silence"),
+        choices=("stop", "silence"), restart=True,
     )

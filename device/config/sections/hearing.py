@@ -14,7 +14,7 @@ class VadConfig:
 
     engine: str = setting(
         "silero", "silero (neural, ~7 ms CPU per second) or energy (level above the noise "
-        "floor; cheap, fooled by any loud sound).", choices=("silero", "energy"),
+        "floor; cheap, fooled by any loud sound).", choices=("silero", "energy"), restart=True,
     )
     model: str = setting(
         "silero-vad", "Silero model: registry name or path of the .onnx.", restart=True
@@ -66,23 +66,23 @@ class ListenConfig:
 
     mode: str = setting(
         "always", "always (every turn is for the device), wakeword, or button (push to talk).",
-        choices=("always", "wakeword", "button"),
+        choices=("always", "wakeword", "button"), restart=True,
     )
     wakeword: str = setting(
         "okay_nabu", "Wake word model: okay_nabu, hey_jarvis, hey_mycroft, alexa, or the path "
-        "of a microWakeWord .tflite (its .json beside it).",
+        "of a microWakeWord .tflite (its .json beside it).", restart=True,
     )
     wakeword_threshold: float = setting(
         0.0, "Detection threshold. 0: the model manifest's probability_cutoff.",
-        minimum=0.0, maximum=0.99,
+        minimum=0.0, maximum=0.99, restart=True,
     )
     wakeword_window: int = setting(
         0, "Probabilities averaged for a detection. 0: the manifest's sliding_window_size.",
-        minimum=0, maximum=100,
+        minimum=0, maximum=100, restart=True,
     )
     wakeword_refractory_s: float = setting(
         0.0, "After a detection, ignore the wake word this long. 0: the manifest's "
-        "(2 s when it names none).", minimum=0.0, maximum=60.0,
+        "(2 s when it names none).", minimum=0.0, maximum=60.0, restart=True,
     )
     wake_timeout_s: float = setting(
         5.0, "After the wake word (or a button press in press mode), give up when nobody "
@@ -112,7 +112,7 @@ class AsrConfig:
         "model of the engine for device.language.", restart=True,
     )
     grammar: tuple[str, ...] = setting(
-        (), "Phrase list: recognise only these phrases (command devices). Empty: free speech."
+        (), "Phrase list: recognise only these phrases (command devices). Empty: free speech.", restart=True
     )
     low_confidence: float = setting(
         0.6, "A turn whose mean word confidence is below this is flagged low_confidence.",

@@ -54,7 +54,7 @@ class TtsConfig:
     idle_release_s: float = setting(
         30.0, "After this long idle (or muted), piper frees the ~40 MB of buffers it keeps "
         "for a first sentence; they are grown back as soon as the device starts listening, "
-        "while the person talks. 0: keep them always.", minimum=0.0, maximum=86400.0,
+        "while the person talks. 0: keep them always.", minimum=0.0, maximum=86400.0, restart=True,
     )
 
 
