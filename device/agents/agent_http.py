@@ -167,6 +167,11 @@ class HttpAgentClient(AgentClient):
         self._summarised = 0  # exchanges folded into the summary so far
         self._summary_task: asyncio.Task[None] | None = None
 
+    def take_session(self, other: AgentClient) -> None:
+        super().take_session(other)
+        if isinstance(other, HttpAgentClient):  # the rolling summary carries on too
+            self.summary, self._summarised = other.summary, other._summarised
+
     def _on_reset(self) -> None:
         self.summary = ""
         self._summarised = 0

@@ -85,8 +85,8 @@ class AgentClient(abc.ABC):
 
     def take_session(self, other: AgentClient) -> None:
         """Carry on ``other``'s conversation (a client rebuilt for new settings on reload):
-        its session id, history and what is pending of its last turn. Provider-specific
-        state (e.g. a running summary) is not carried over."""
+        its session id, history and what is pending of its last turn. Providers carry
+        their own per-session state where they can (the agent's rolling summary)."""
         self._session_id = other._session_id
         self.history = list(other.history)
         self._pending_user = other._pending_user

@@ -24,10 +24,12 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from edgevoice.audio.bargein import BargeInSettings
+from edgevoice.audio.endpoint import EndpointSettings
 from edgevoice.audio.listener import ButtonMode, HearingEvent, Listener
 from edgevoice.audio.vad import QuietGate
 from edgevoice.audio.vad_energy import EnergyVad
 from edgevoice.device.aec_setup import barge_in_settings
+from edgevoice.device.agents import AgentClient
 from edgevoice.device.config import Config
 from edgevoice.device.config.fields import check_of
 from edgevoice.device.config.sections.echo import BargeInConfig
@@ -58,7 +60,7 @@ def keys_of(config: Config) -> list[str]:
 
 
 def changed_keys(old: Config, new: Config) -> list[str]:
-    keys = []
+    keys: list[str] = []
     for section in dataclasses.fields(Config):
         before, after = getattr(old, section.name), getattr(new, section.name)
         if before != after:
@@ -145,11 +147,8 @@ def _agent(daemon: Daemon, old: Config, new: Config) -> None:
     daemon.swap_agent_soon(agent)
 
 
-async def swap_agent_when_idle(daemon: Daemon, agent: object) -> None:
+async def swap_agent_when_idle(daemon: Daemon, agent: AgentClient) -> None:
     """Wait until no reply is in flight, then put ``agent`` in place of the running one."""
-    from edgevoice.device.agents import AgentClient
-
-    assert isinstance(agent, AgentClient)
     conversation = daemon.conversation
     changed = asyncio.Event()
     unsubscribe = daemon.bus.subscribe(
@@ -212,12 +211,9 @@ def _barge_in(daemon: Daemon, old: Config, new: Config) -> None:
 
 
 def _set_listener(listener: Listener, *, threshold: float, release_threshold: float,
-                  energy_margin_db: float, idle_gate_db: float, endpoint: object,
+                  energy_margin_db: float, idle_gate_db: float, endpoint: EndpointSettings,
                   wake_timeout_s: float, follow_up_s: float, button_mode: ButtonMode,
                   low_confidence: float, early_final_ms: int) -> list[HearingEvent]:
-    from edgevoice.audio.endpoint import EndpointSettings
-
-    assert isinstance(endpoint, EndpointSettings)
     vad = listener.vad
     vad.gate.threshold, vad.gate.release_threshold = threshold, release_threshold
     if isinstance(vad.engine, EnergyVad):
