@@ -282,7 +282,8 @@ class Daemon(DeviceActions):
             self._spawn(conversation.button_pressed())
         elif event is ButtonEvent.RELEASED:
             self._spawn(conversation.button_released())
-        elif event is ButtonEvent.HELD and self.config.listen.mode != "button":
+        elif event is ButtonEvent.HELD and conversation.settings.mode is not ListenMode.BUTTON:
+            # The running mode: listen.mode changes only with a restart.
             self._spawn(conversation.reset())
         elif event is ButtonEvent.DOUBLE_PRESSED and self.config.gpio.double_press_mutes:
             self._spawn(self.mute(not conversation.muted))
