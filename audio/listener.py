@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+import numpy as np
+
 from edgevoice.audio.asr import AsrEngine, AsrResult, AsrSession, Word, make_result
 from edgevoice.audio.endpoint import (
     Endpointer,
@@ -196,6 +198,9 @@ class Listener:
         self._paused_from = 0
         self._follow_up_until: float | None = None
         self._enabled = True
+        # While True, turn audio is kept, not decoded (see hold_recognition's docs).
+        self.hold_recognition = False
+        self._held: list[Pcm] = []
         self._wake_context: deque[Pcm] = deque()  # frames the wake word has not heard yet
         self._wake_context_samples = 0
 
@@ -348,6 +353,7 @@ class Listener:
         self._turn_fed = 0
         self._session_at = 0
         self._pieces = []
+        self._held = []
 
     def _handle(self, step: EndpointStep, events: list[HearingEvent]) -> None:
         for event in step.events:
@@ -371,21 +377,41 @@ class Listener:
             self._finish_early()
 
     def _accept(self, audio: Pcm, events: list[HearingEvent]) -> None:
+        """Turn audio to the recognizer, unless :attr:`hold_recognition` keeps it: while
+        the device speaks and a barge-in is being decided, decoding would delay that
+        decision (pocketsphinx decodes free-form speech at ~0.5x real time, holding the
+        GIL: the 300 ms pre-roll and the first words cost the front-end thread ~230 ms
+        right when the barge-in detector needs its next windows). What was held is
+        decoded first once the hold lifts, and always before a final."""
         assert self._session is not None
+        if self.hold_recognition:
+            self._held.append(audio)
+            return
+        if self._held:
+            audio = np.concatenate((*self._held, audio))
+            self._held = []
         partial = self._session.accept(audio)
         if partial:
             said = " ".join(r.text for r, _ in self._pieces if not r.empty)
             events.append(PartialTranscript(f"{said} {partial}" if said else partial, self.now))
 
+    def _feed_held(self) -> None:
+        """Decode what :attr:`hold_recognition` kept, hold or not: a final comes next."""
+        if self._held and self._session is not None:
+            self._session.accept(np.concatenate(self._held))
+        self._held = []
+
     # --- early final -----------------------------------------------------------------
     def _early_final_due(self) -> bool:
         return (self._session is not None and self.early_final_ms > 0 and self.asr is not None
-                and not self.asr.grammar and self.endpointer.pause_ms >= self.early_final_ms)
+                and not self.asr.grammar and not self.hold_recognition
+                and self.endpointer.pause_ms >= self.early_final_ms)
 
     def _finish_early(self) -> None:
         """The speech has paused ``early_final_ms``: run the final pass now, while the
         turn's closing silence runs, and keep the result for the turn's end."""
         assert self._session is not None
+        self._feed_held()
         self._pieces.append((self._session.finish(), self._session_at))
         self._session = None
         paused = self.endpointer.settings.samples(self.endpointer.pause_ms)
@@ -429,6 +455,7 @@ class Listener:
             self._forget_turn()
             return
         if self._session is not None:
+            self._feed_held()
             self._pieces.append((self._session.finish(), self._session_at))
             self._session = None
         elif not self._pieces:  # not streaming: the whole turn now

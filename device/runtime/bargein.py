@@ -58,6 +58,15 @@ class BargeInMonitor:
     def mode(self) -> Mode:
         return self.detector.mode
 
+    @property
+    def listening_for_speech(self) -> bool:
+        """A barge-in may come from speech alone: the detector takes speech in its mode,
+        needs no recognised words (``min_words`` 0) and has not fired yet. Meanwhile the
+        front end holds the recognizer back (its decoding would delay the decision)."""
+        detector = self.detector
+        return (detector.mode in (Mode.NORMAL, Mode.SAFE_THRESHOLD) and detector.settings.min_words == 0
+                and not detector.interrupted)
+
     def update(self, windows: Sequence[VadWindow], aec: AecStats | None, far_end_active: bool, *,
                in_reply: bool) -> BargeIn | None:
         """Feed one frame's VAD windows; a :class:`BargeIn` when the person took over."""

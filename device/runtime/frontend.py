@@ -109,6 +109,9 @@ class FrontEnd:
                 events.extend(action(self.listener))
         clean, linear = ((frame.mic, None) if self.canceller is None
                          else self._cancel(frame.mic, frame.reference))
+        # while the device speaks, the barge-in decision goes before the recognizer
+        self.listener.hold_recognition = (in_reply and self.barge_in is not None
+                                          and self.barge_in.listening_for_speech)
         events.extend(self.listener.process(clean, linear))
         far_end = self._far_end(frame.reference)
         windows = tuple(self._recorder.take())

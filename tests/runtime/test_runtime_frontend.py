@@ -55,3 +55,26 @@ def test_turns_carry_the_cancellers_linear_output() -> None:
     start = first.start_sample - 160  # the canceller's output lags the mic by a period
     assert np.array_equal(first.turn_audio, room[start:start + 512])
     front.close()
+
+
+def test_while_the_device_speaks_the_recognizer_waits_for_the_barge_in_decision() -> None:
+    from edgevoice.audio.bargein import BargeInDetector, BargeInSettings
+    from edgevoice.device.runtime.bargein import BargeInMonitor
+
+    front = build_front_end(build_config([("test", {"asr": {"engine": "pocketsphinx"}})]))
+    detector = BargeInDetector(BargeInSettings(min_words=0))
+    front.barge_in = BargeInMonitor(detector)
+    mic = noise(0.01, -40.0, seed=4)
+    silent = np.zeros(160, np.int16)
+    front.process(DuplexFrame(0, mic, silent), in_reply=True)
+    assert front.listener.hold_recognition  # speech alone can decide: decode after it
+    front.process(DuplexFrame(1, mic, silent), in_reply=False)
+    assert not front.listener.hold_recognition  # nothing plays: decode as it comes
+    detector.settings = BargeInSettings(min_words=1)
+    front.process(DuplexFrame(2, mic, silent), in_reply=True)
+    assert not front.listener.hold_recognition  # the decision needs recognised words
+    detector.settings = BargeInSettings(min_words=0)
+    detector.button()  # the barge-in happened: the person's turn is decoded at once
+    front.process(DuplexFrame(3, mic, silent), in_reply=True)
+    assert not front.listener.hold_recognition
+    front.close()

@@ -1,0 +1,94 @@
+"""``Listener.hold_recognition``: while the device speaks and a barge-in is being decided,
+turn audio is kept, not decoded; once the hold lifts (or the turn ends) it is all
+decoded, in order, and the turn reads as without the hold. The real Silero and
+pocketsphinx."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.hearing_audio import frames, piper_speech, place
+
+from edgevoice.audio.asr import AsrResult, AsrSession
+from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.endpoint import EndpointSettings
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.listener import FinalTranscript, HearingEvent, Listener, SpeechStarted
+from edgevoice.audio.vad import VoiceActivity
+from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.models import ModelKind, resolve_model
+
+
+class CountingPocketsphinx(PocketsphinxEngine):
+    """The real engine; counts the samples its sessions were given."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.fed = 0
+
+    def start(self) -> AsrSession:
+        return _Counted(super().start(), self)
+
+
+class _Counted(AsrSession):
+    def __init__(self, session: AsrSession, engine: CountingPocketsphinx) -> None:
+        self._session = session
+        self._engine = engine
+
+    def accept(self, pcm: Pcm) -> str | None:
+        self._engine.fed += len(pcm)
+        return self._session.accept(pcm)
+
+    def finish(self) -> AsrResult:
+        return self._session.finish()
+
+    def cancel(self) -> None:
+        self._session.cancel()
+
+
+@pytest.fixture(scope="module")
+def asr() -> Iterator[CountingPocketsphinx]:
+    engine = CountingPocketsphinx(resolve_model("pocketsphinx-en-us", ModelKind.ASR).path)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def scene() -> Pcm:
+    speech = piper_speech("Wait, what is the weather like tomorrow?")
+    return place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 1.5, snr_db=40.0, seed=3).audio
+
+
+def listener(asr: PocketsphinxEngine) -> Listener:
+    vad = VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path))
+    return Listener(vad, asr, endpoint=EndpointSettings(end_silence_ms=600, pre_roll_ms=300))
+
+
+def final(events: list[HearingEvent]) -> FinalTranscript:
+    (result,) = [e for e in events if isinstance(e, FinalTranscript)]
+    return result
+
+
+@pytest.mark.parametrize("lift_at_s", [None, 1.5])
+def test_held_audio_is_decoded_in_order_and_the_turn_reads_the_same(
+        asr: CountingPocketsphinx, scene: Pcm, lift_at_s: float | None) -> None:
+    free = listener(asr)
+    plain = [e for f in frames(scene) for e in free.process(f)]
+    held = listener(asr)
+    held.hold_recognition = True
+    asr.fed = 0
+    events: list[HearingEvent] = []
+    fed_while_held = None
+    for index, frame in enumerate(frames(scene)):
+        if lift_at_s is not None and index * len(frame) >= lift_at_s * SAMPLE_RATE and held.hold_recognition:
+            fed_while_held = asr.fed
+            held.hold_recognition = False
+        events.extend(held.process(frame))
+    assert any(isinstance(e, SpeechStarted) for e in events)
+    if lift_at_s is not None:
+        assert fed_while_held == 0  # the turn had begun (0.8 s), nothing decoded until the lift
+    assert asr.fed > 1.0 * SAMPLE_RATE  # ...and then all of it, pre-roll included
+    assert final(events).text == final(plain).text != ""
+    assert [(w.word, w.start) for w in final(events).words] == [(w.word, w.start) for w in final(plain).words]
