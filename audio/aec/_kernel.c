@@ -248,6 +248,14 @@ static int read_gain_params(PyObject *const *args, GainParams *gp) {
     return 0;
 }
 
+/* out = spectrum * gain: F complex bins (interleaved float pairs) times F real gains. */
+static void apply_gain(Py_ssize_t nf, const float *spectrum, const float *gain, float *out) {
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        out[2 * f] = spectrum[2 * f] * gain[f];
+        out[2 * f + 1] = spectrum[2 * f + 1] * gain[f];
+    }
+}
+
 /* update(spectra, smooth, X, pxk, W, P, Ws, residual_lin, rs_err, gain, ifft_in,
  *        m_scale, delta, a2, noise, j, js, over, over_talk, talk_ratio, floor) -> bool
  *
@@ -392,11 +400,7 @@ static PyObject *kernel_update(PyObject *self, PyObject *const *args, Py_ssize_t
     const int talking = suppressor_gain(nf, pe, pe_s, residual_lin, rs_err, rs_err + nf, gain, &gp);
     memcpy(ifft_in, w + j * 2 * nf, (size_t)(2 * rrow));
     memcpy(ifft_in + 2 * nf, ws + js * 2 * nf, (size_t)(2 * rrow));
-    float *out = ifft_in + 4 * nf;
-    for (Py_ssize_t f = 0; f < nf; f++) {
-        out[2 * f] = big_s[2 * f] * gain[f];
-        out[2 * f + 1] = big_s[2 * f + 1] * gain[f];
-    }
+    apply_gain(nf, big_s, gain, ifft_in + 4 * nf);
     release_all(&bufs);
     return PyBool_FromLong(talking);
 fail:
@@ -442,10 +446,7 @@ static PyObject *kernel_suppress(PyObject *self, PyObject *const *args, Py_ssize
         pe_s[f] = pe_s[f] * 0.5f + 0.5f * ps;
     }
     const int talking = suppressor_gain(nf, pe, pe_s, residual_lin, rs_err, rs_err + nf, gain, &gp);
-    for (Py_ssize_t f = 0; f < nf; f++) {
-        out[2 * f] = spec[2 * f] * gain[f];
-        out[2 * f + 1] = spec[2 * f + 1] * gain[f];
-    }
+    apply_gain(nf, spec, gain, out);
     release_all(&bufs);
     return PyBool_FromLong(talking);
 fail:
