@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.asr_watch import WatchedSession
 from support.hearing_audio import frames, piper_speech, place
 
 from edgevoice.audio.asr import AsrResult, AsrSession
@@ -35,24 +36,7 @@ class RecordingPocketsphinx(PocketsphinxEngine):
         self.finished: list[AsrResult] = []
 
     def start(self) -> AsrSession:
-        return _Recorded(super().start(), self.finished)
-
-
-class _Recorded(AsrSession):
-    def __init__(self, session: AsrSession, finished: list[AsrResult]) -> None:
-        self._session = session
-        self._finished = finished
-
-    def accept(self, pcm: Pcm) -> str | None:
-        return self._session.accept(pcm)
-
-    def finish(self) -> AsrResult:
-        result = self._session.finish()
-        self._finished.append(result)
-        return result
-
-    def cancel(self) -> None:
-        self._session.cancel()
+        return WatchedSession(super().start(), on_finish=self.finished.append)
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.asr_watch import WatchedSession
 from support.hearing_audio import frames, piper_speech, place
 
-from edgevoice.audio.asr import AsrResult, AsrSession
+from edgevoice.audio.asr import AsrSession
 from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.endpoint import EndpointSettings
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
@@ -29,23 +30,10 @@ class CountingPocketsphinx(PocketsphinxEngine):
         self.fed = 0
 
     def start(self) -> AsrSession:
-        return _Counted(super().start(), self)
+        return WatchedSession(super().start(), on_accept=self._count)
 
-
-class _Counted(AsrSession):
-    def __init__(self, session: AsrSession, engine: CountingPocketsphinx) -> None:
-        self._session = session
-        self._engine = engine
-
-    def accept(self, pcm: Pcm) -> str | None:
-        self._engine.fed += len(pcm)
-        return self._session.accept(pcm)
-
-    def finish(self) -> AsrResult:
-        return self._session.finish()
-
-    def cancel(self) -> None:
-        self._session.cancel()
+    def _count(self, pcm: Pcm) -> None:
+        self.fed += len(pcm)
 
 
 @pytest.fixture(scope="module")
