@@ -5,8 +5,9 @@ The facts come from ``/proc/asound/cards`` (card index, id, driver, name), each 
 ``/sys/bus/usb/devices/*/idVendor``/``idProduct``. Everything reads under a ``root``
 prefix; :func:`suggest` is pure, so it is tested on written-out trees of real boards.
 
-Each profile has a preset in ``image/profiles/<name>.toml`` (installed to
-``/opt/edgevoice/share/profiles``) and ALSA PCMs in ``image/alsa``.
+Each profile has a preset shipped as package data (``edgevoice.device.presets``:
+``profiles/<name>.toml``, and the ALSA PCMs it names in ``alsa/``); the image also copies
+them to ``/opt/edgevoice/share/profiles`` and ``/etc/alsa/conf.d``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgevoice.device.presets import profile_preset
+
 _CARD_LINE = re.compile(r"^\s*(\d+)\s+\[(\S+)\s*\]:\s+(\S+)\s+-\s+(.*)$")
 RESPEAKER_USB = ("2886", "0018")
 SPEAKERPHONE_VENDORS = {"0b0e": "Jabra", "047f": "Poly"}
-PRESET_DIRS = (Path("/opt/edgevoice/share/profiles"), Path(__file__).resolve().parents[1] / "image/profiles")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +73,9 @@ class Suggestion:
     overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def preset_path(self) -> Path | None:
-        for directory in PRESET_DIRS:
-            candidate = directory / f"{self.profile.name}.toml"
-            if candidate.is_file():
-                return candidate
-        return None
+        """The shipped preset as a file path (package data), or None when none ships."""
+        preset = profile_preset(self.profile.name)
+        return Path(str(preset)) if preset is not None else None
 
     def as_dict(self) -> dict[str, Any]:
         preset = self.preset_path()

@@ -19,6 +19,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
+PRESETS="$REPO/device/presets"  # package data: the wheel carries the same files
 ROOT="" PY="python3" EXTRAS="all,pi" PROFILE="" DEPS_FROM="" PIP_ARGS="" MODELS=()
 SERVICE_USER=edgevoice
 
@@ -40,8 +41,8 @@ done
 mkdir -p "$ROOT"
 ROOT="$(cd "$ROOT" && pwd)"
 [ "$ROOT" = "/" ] && R="" || R="$ROOT"
-if [ -n "$PROFILE" ] && [ ! -f "$HERE/profiles/$PROFILE.toml" ]; then
-  echo "install-into-root: no profile $PROFILE (have: $(cd "$HERE/profiles" && ls | sed 's/\.toml$//' | xargs))" >&2
+if [ -n "$PROFILE" ] && [ ! -f "$PRESETS/profiles/$PROFILE.toml" ]; then
+  echo "install-into-root: no profile $PROFILE (have: $(cd "$PRESETS/profiles" && ls | sed 's/\.toml$//' | xargs))" >&2
   exit 2
 fi
 AS_ROOT=0; [ "$(id -u)" -eq 0 ] && AS_ROOT=1
@@ -100,9 +101,9 @@ install -d -m 0755 "$R/etc/systemd/system" "$R/etc/alsa/conf.d" "$R/etc/udev/rul
   "$VENV/share/profiles" "$VENV/share/doc" "$R/etc/edgevoice" "$R/boot/firmware"
 install -m 0644 "$HERE/systemd/edgevoice.service" "$HERE/systemd/edgevoice-provision.service" \
   "$R/etc/systemd/system/"
-install -m 0644 "$HERE"/alsa/*.conf "$R/etc/alsa/conf.d/"
+install -m 0644 "$PRESETS"/alsa/*.conf "$R/etc/alsa/conf.d/"
 install -m 0644 "$HERE/udev/90-edgevoice.rules" "$R/etc/udev/rules.d/"
-install -m 0644 "$HERE"/profiles/*.toml "$VENV/share/profiles/"
+install -m 0644 "$PRESETS"/profiles/*.toml "$VENV/share/profiles/"
 install -m 0644 "$REPO/docs/provisioning.md" "$HERE/boot/edgevoice.toml.example" "$VENV/share/doc/"
 install -m 0644 "$HERE/boot/edgevoice.toml.example" "$R/boot/firmware/edgevoice.toml.example"
 
@@ -117,7 +118,7 @@ if [ ! -e "$CONFIG" ]; then
   {
     echo "# edgevoice configuration: docs at /opt/edgevoice/share/doc, every key in 'edgevoice config docs'."
     echo "# First boot merges the boot partition's edgevoice.toml over this file."
-    if [ -n "$PROFILE" ]; then echo "# Hardware profile: $PROFILE"; grep -v '^#' "$HERE/profiles/$PROFILE.toml"; fi
+    if [ -n "$PROFILE" ]; then echo "# Hardware profile: $PROFILE"; grep -v '^#' "$PRESETS/profiles/$PROFILE.toml"; fi
   } > "$CONFIG.tmp"
   chmod 0600 "$CONFIG.tmp"
   owner "$UIDGID" "$CONFIG.tmp"

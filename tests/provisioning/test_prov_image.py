@@ -15,6 +15,7 @@ from edgevoice.device.profiles import PROFILES, Hardware, read_hardware, suggest
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = REPO / "image"
+PRESETS = REPO / "device" / "presets"
 UNITS = ("edgevoice.service", "edgevoice-provision.service")
 # Exposure thresholds (0 = locked down, 10 = none). The daemon must reach ALSA, GPIO and
 # the network; provisioning writes /etc as root and sets the hostname and Wi-Fi domain.
@@ -73,9 +74,9 @@ def test_daemon_unit_has_what_the_issue_asks() -> None:
     assert re.search(r"\nBefore=network-pre.target NetworkManager.service.* edgevoice.service\n", prov)
 
 
-@pytest.mark.parametrize("conf", sorted(p.name for p in (IMAGE / "alsa").glob("*.conf")))
+@pytest.mark.parametrize("conf", sorted(p.name for p in (PRESETS / "alsa").glob("*.conf")))
 def test_alsa_config_parses_and_defines_its_pcms(conf: str, tmp_path: Path) -> None:
-    path = IMAGE / "alsa" / conf
+    path = PRESETS / "alsa" / conf
     names = re.findall(r"^pcm\.(\w+)", path.read_text(), re.M)
     assert names
     env = {**os.environ, "ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{path}", "HOME": str(tmp_path)}
@@ -85,17 +86,17 @@ def test_alsa_config_parses_and_defines_its_pcms(conf: str, tmp_path: Path) -> N
     assert set(names) <= listed
 
 
-@pytest.mark.parametrize("preset", sorted(p.name for p in (IMAGE / "profiles").glob("*.toml")))
+@pytest.mark.parametrize("preset", sorted(p.name for p in (PRESETS / "profiles").glob("*.toml")))
 def test_profile_presets_pass_config_check(preset: str) -> None:
-    assert main(["config", "check", "--config", str(IMAGE / "profiles" / preset)]) == 0
+    assert main(["config", "check", "--config", str(PRESETS / "profiles" / preset)]) == 0
 
 
 def test_every_profile_has_a_preset_and_its_pcms_exist() -> None:
     defined = set()
-    for conf in (IMAGE / "alsa").glob("*.conf"):
+    for conf in (PRESETS / "alsa").glob("*.conf"):
         defined |= set(re.findall(r"^pcm\.(\w+)", conf.read_text(), re.M))
     for name in PROFILES:
-        text = (IMAGE / "profiles" / f"{name}.toml").read_text()
+        text = (PRESETS / "profiles" / f"{name}.toml").read_text()
         for device in re.findall(r'^(?:capture|playback)_device = "(\w+)"', text, re.M):
             assert device in defined, (name, device)
 
