@@ -5,6 +5,11 @@ questions (some a few sentences long, so streaming and barge-in can be tried), a
 handles "stop" (ends the conversation) and "start over" (a new session) through
 :class:`~edgevoice.device.agents.actions.DeviceActions`. Replies stream in word-sized
 deltas. It is what ``edgevoice demo`` and a fresh install use.
+
+With ``[knowledge]`` on it answers from the device's knowledge base: the best chunk,
+when its confidence clears ``[knowledge] answer_score`` (a Q/A entry's answer, or the
+matching sentences of prose); a question it cannot answer gets "I don't know" and
+what it can talk about, never a guess (docs/knowledge.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from enum import StrEnum
 from edgevoice.device.agents.actions import DeviceActions
 from edgevoice.device.agents.base import AgentClient, UserTurn
 from edgevoice.device.config.schema import LlmConfig, LocalConfig
+from edgevoice.device.knowledge.answer import choose_answer, dont_know
 
 _WORDS = re.compile(r"\S+\s*")
 
@@ -38,6 +44,11 @@ class Intent(StrEnum):
     THANKS = "thanks"
     UNSURE = "unsure"
     ECHO = "echo"
+    KNOWLEDGE = "knowledge"  # answered from the knowledge base
+    DONT_KNOW = "dont_know"  # a question the knowledge base does not answer
+
+# Intents that act on the conversation itself: never answered from knowledge.
+CONTROL_INTENTS = frozenset({Intent.STOP, Intent.START_OVER, Intent.REPEAT_AFTER, Intent.REPEAT_LAST})
 
 
 _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
@@ -120,6 +131,10 @@ def compose(intent: Intent, rest: str, *, name: str, now: datetime, last_user: s
             return "You're welcome."
         case Intent.UNSURE:
             return "Sorry, I didn't catch that. Could you say it again?"
+        case Intent.KNOWLEDGE:
+            return rest
+        case Intent.DONT_KNOW:
+            return dont_know(())
         case Intent.ECHO:
             return (f"You said: {rest}. I'm the built-in agent, so I can only tell the time and date, "
                     "repeat things and tell a story.")
@@ -140,18 +155,29 @@ class LocalAgentClient(AgentClient):
         actions: DeviceActions | None = None,
         *,
         now: Callable[[], datetime] | None = None,
+        answer_score: float = 0.6,
     ) -> None:
         super().__init__(history_turns=llm.history_turns, max_reply_chars=llm.max_reply_chars)
         self._config = config
         self._actions = actions
         self._now = now or (lambda: datetime.now().astimezone())
+        self.answer_score = answer_score
 
     def answer(self, turn: UserTurn) -> LocalReply:
         intent, rest = classify(turn.text)
         last_user = self.history[-1].user if self.history else ""
+        knowledge = turn.knowledge
+        if knowledge is not None and intent not in CONTROL_INTENTS:
+            found = choose_answer(knowledge, answer_score=self.answer_score)
+            if found is not None:
+                return LocalReply(Intent.KNOWLEDGE, found.text)
+            if intent is Intent.ECHO and not turn.low_confidence:
+                return LocalReply(Intent.DONT_KNOW, dont_know(knowledge.topics))
         if turn.low_confidence and intent is Intent.ECHO:
             intent = Intent.UNSURE
         text = compose(intent, rest, name=self._config.name, now=self._now(), last_user=last_user)
+        if knowledge is not None and knowledge.topics and intent in (Intent.GREET, Intent.ABILITIES):
+            text = f"{text} {dont_know(knowledge.topics).split('. ', 1)[1]}"
         return LocalReply(intent, text)
 
     async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
