@@ -47,6 +47,16 @@ def default_index_path() -> Path:
     return base / "knowledge" / INDEX_NAME
 
 
+def main_titles(titles: list[str]) -> tuple[str, ...]:
+    """The titles that are not a longer form of another ("Museum galleries" of "Museum")."""
+    ordered = sorted(dict.fromkeys(t.strip() for t in titles if t.strip()), key=len)
+    kept: list[str] = []
+    for title in ordered:
+        if not any(title.lower().startswith(k.lower()) for k in kept):
+            kept.append(title)
+    return tuple(kept)
+
+
 class KnowledgeBase:
     """The index of ``config.paths`` (and the synced bundle), and lookups in it."""
 
@@ -86,7 +96,7 @@ class KnowledgeBase:
     def swap_reader(self, reader: KnowledgeIndex, report: BuildReport | None = None) -> None:
         """Answer from ``reader`` from now on (call on the thread that looks up)."""
         old, self._reader = self._reader, reader
-        self._topics = tuple(reader.titles())
+        self._topics = main_titles(reader.titles())
         if report is not None:
             self.last_build = report
         if old is not None:
@@ -95,7 +105,7 @@ class KnowledgeBase:
     def reader(self) -> KnowledgeIndex:
         if self._reader is None:
             self._reader = KnowledgeIndex(self.index_path)
-            self._topics = tuple(self._reader.titles())
+            self._topics = main_titles(self._reader.titles())
         return self._reader
 
     @property
