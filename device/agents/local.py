@@ -25,6 +25,7 @@ from edgevoice.device.agents.actions import DeviceActions
 from edgevoice.device.agents.base import AgentClient, UserTurn
 from edgevoice.device.config.schema import LlmConfig, LocalConfig
 from edgevoice.device.knowledge.answer import choose_answer, dont_know
+from edgevoice.device.knowledge.retrieval import content_words
 
 _WORDS = re.compile(r"\S+\s*")
 
@@ -99,6 +100,19 @@ def classify(text: str) -> tuple[Intent, str]:
     return Intent.ECHO, text.strip()
 
 
+def asks_more_than(intent: Intent, text: str) -> bool:
+    """Whether ``text`` holds content words besides what made it ``intent``: "what time is
+    it" is only the clock, "what time does the café open" is a question for knowledge."""
+    clean = re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text.lower())).strip()
+    for candidate, pattern in _PATTERNS:
+        if candidate is intent:
+            match = pattern.search(clean)
+            if match:
+                clean = clean[: match.start()] + " " + clean[match.end():]
+            break
+    return bool(content_words(clean))
+
+
 def compose(intent: Intent, rest: str, *, name: str, now: datetime, last_user: str) -> str:
     """The reply text for an intent (pure)."""
     match intent:
@@ -167,7 +181,8 @@ class LocalAgentClient(AgentClient):
         intent, rest = classify(turn.text)
         last_user = self.history[-1].user if self.history else ""
         knowledge = turn.knowledge
-        if knowledge is not None and intent not in CONTROL_INTENTS:
+        if knowledge is not None and intent not in CONTROL_INTENTS and (
+                intent is Intent.ECHO or asks_more_than(intent, turn.text)):
             found = choose_answer(knowledge, answer_score=self.answer_score)
             if found is not None:
                 return LocalReply(Intent.KNOWLEDGE, found.text)

@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
 
 
 def _base(loaded: LoadedConfig) -> KnowledgeBase:
-    return KnowledgeBase(loaded.config.knowledge)
+    return KnowledgeBase(loaded.config.knowledge, state_dir=Path(loaded.config.device.state_dir))
 
 
 def _up_to_date(knowledge: KnowledgeBase, *, full: bool = False) -> BuildReport:

@@ -28,23 +28,24 @@ from edgevoice.device.knowledge.retrieval import Passage, Retrieval, retrieve
 
 _LOGGER = logging.getLogger(__name__)
 
-ENV_STATE_DIR = "EDGEVOICE_STATE_DIR"
-SYSTEM_STATE_DIR = Path("/var/lib/edgevoice")
 USER_STATE_DIR = Path("~/.local/share/edgevoice")
 INDEX_NAME = "index.sqlite3"
 
 
-def default_index_path() -> Path:
-    """``knowledge/index.sqlite3`` under ``$EDGEVOICE_STATE_DIR``, else ``/var/lib/edgevoice``
-    when this user may write there, else ``~/.local/share/edgevoice``."""
-    env = os.environ.get(ENV_STATE_DIR, "").strip()
-    if env:
-        base = Path(env).expanduser()
-    elif os.access(SYSTEM_STATE_DIR, os.W_OK | os.X_OK):
-        base = SYSTEM_STATE_DIR
-    else:
-        base = USER_STATE_DIR.expanduser()
-    return base / "knowledge" / INDEX_NAME
+def _writable_or_creatable(path: Path) -> bool:
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            return False
+        probe = probe.parent
+    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+
+
+def default_index_path(state_dir: Path | None = None) -> Path:
+    """``knowledge/index.sqlite3`` under the device's state folder (``[device] state_dir``)
+    when this user may write there, else under ``~/.local/share/edgevoice``."""
+    base = state_dir if state_dir is not None and _writable_or_creatable(state_dir) else None
+    return (base or USER_STATE_DIR.expanduser()) / "knowledge" / INDEX_NAME
 
 
 def main_titles(titles: list[str]) -> tuple[str, ...]:
@@ -60,10 +61,11 @@ def main_titles(titles: list[str]) -> tuple[str, ...]:
 class KnowledgeBase:
     """The index of ``config.paths`` (and the synced bundle), and lookups in it."""
 
-    def __init__(self, config: KnowledgeConfig, *, index_path: Path | None = None) -> None:
+    def __init__(self, config: KnowledgeConfig, *, index_path: Path | None = None,
+                 state_dir: Path | None = None) -> None:
         self.config = config
         self.index_path = Path(index_path or (Path(config.index).expanduser() if config.index
-                                              else default_index_path()))
+                                              else default_index_path(state_dir)))
         self.state_dir = self.index_path.parent
         self._reader: KnowledgeIndex | None = None
         self._topics: tuple[str, ...] = ()

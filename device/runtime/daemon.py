@@ -235,7 +235,9 @@ class Daemon(DeviceActions):
             return
         from edgevoice.device.knowledge import KnowledgeBase, KnowledgeError
 
-        knowledge = KnowledgeBase(self.config.knowledge)
+        from edgevoice.device.identity import state_dir
+
+        knowledge = KnowledgeBase(self.config.knowledge, state_dir=state_dir(self.config.device, self.root))
         try:
             report, reader = await asyncio.to_thread(knowledge.build)
         except KnowledgeError as err:

@@ -23,8 +23,9 @@ class KnowledgeConfig:
         "(knowledge_sync) is indexed too.", restart=True,
     )
     index: str = setting(
-        "", "The index file. Empty: knowledge/index.sqlite3 under $EDGEVOICE_STATE_DIR, else "
-        "/var/lib/edgevoice when this user may write it, else ~/.local/share/edgevoice.",
+        "", "The index file. Empty: knowledge/index.sqlite3 under device.state_dir when this "
+        "user may write there, else under ~/.local/share/edgevoice. A synced bundle is kept "
+        "beside it.",
         restart=True,
     )
     top_k: int = setting(
