@@ -11,6 +11,7 @@ nothing; a power cut leaves the old bundle and index or the new ones.
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import logging
@@ -91,6 +92,8 @@ def fetch_bundle(url: str, sha256: str, state_dir: Path, *, timeout_s: float = 3
         raise BundleDownloadError(
             f"the knowledge bundle could not be downloaded from {url}: {err.message}"
         ) from err
+    except (ValueError, http.client.HTTPException) as err:  # InvalidURL, a malformed reply
+        raise BundleError(f"the bundle could not be fetched from {url[:80]!r} ({err})") from err
     if got != digest:
         part.unlink(missing_ok=True)
         raise BundleChecksumError(

@@ -35,10 +35,18 @@ class KnowledgeDisabledError(KnowledgeError):
     code = "knowledge_disabled"
 
 
+NOTHING_CHANGED = "nothing was changed"
+
+
 class BundleError(KnowledgeError, ValueError):
     """A knowledge bundle that was refused; nothing on the device changed."""
 
     code = "knowledge_bundle_invalid"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        if NOTHING_CHANGED not in message:
+            message = f"{message}; {NOTHING_CHANGED}"
+        super().__init__(message, code=code)
 
 
 class BundleChecksumError(BundleError):
@@ -47,3 +55,6 @@ class BundleChecksumError(BundleError):
 
 class BundleDownloadError(KnowledgeError, ConnectionError):
     code = "knowledge_bundle_download_failed"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(f"{message}; {NOTHING_CHANGED}", code=code)

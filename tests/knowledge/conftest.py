@@ -26,3 +26,8 @@ def museum(museum_index: Path) -> Iterator[KnowledgeBase]:
     kb = KnowledgeBase(KnowledgeConfig(enabled=True, paths=(str(MUSEUM),)), index_path=museum_index)
     yield kb
     kb.close()
+
+
+from support.mosquitto import broker, mqtt_pki  # noqa: E402  (fixtures of the sync tests)
+
+__all__ = ["broker", "museum", "museum_index", "mqtt_pki"]
