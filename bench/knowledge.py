@@ -137,11 +137,15 @@ def score_set(kb: KnowledgeBase, questions: list[tuple[str, str]], config: Knowl
     return score
 
 
-WORDS = ("harbour ticket garden river station museum tower bridge market library tram coffee "
-         "window ceramic painting archive pool wellness invoice blood vaccine doctor nurse parking "
-         "lift terrace ferry island lighthouse room breakfast dinner concert theatre school lecture "
-         "festival bicycle locker shuttle castle cathedral gallery workshop member sauna recycling "
-         "parcel battery printer charger passport licence insurance pharmacy bakery laundry").split()
+WORDS = [
+    "harbour", "ticket", "garden", "river", "station", "museum", "tower", "bridge", "market",
+    "library", "tram", "coffee", "window", "ceramic", "painting", "archive", "pool", "wellness",
+    "invoice", "blood", "vaccine", "doctor", "nurse", "parking", "lift", "terrace", "ferry",
+    "island", "lighthouse", "room", "breakfast", "dinner", "concert", "theatre", "school",
+    "lecture", "festival", "bicycle", "locker", "shuttle", "castle", "cathedral", "gallery",
+    "workshop", "member", "sauna", "recycling", "parcel", "battery", "printer", "charger",
+    "passport", "licence", "insurance", "pharmacy", "bakery", "laundry"
+]
 
 
 def synthetic_corpus(folder: Path, chunks: int, seed: int = 7) -> None:
@@ -241,7 +245,8 @@ def main() -> int:
 def print_tables(results: dict[str, Any]) -> None:
     cols = [("questions", "n", "{:.0f}"), ("top1", "top-1 %", "{:.1f}"), ("top3", "top-3 %", "{:.1f}"),
             ("bm25_top1", "BM25 top-1 %", "{:.1f}"), ("bm25_top3", "BM25 top-3 %", "{:.1f}"),
-            ("local_correct", "local correct %", "{:.1f}"), ("local_dont_know", "local don't know %", "{:.1f}"),
+            ("local_correct", "local correct %", "{:.1f}"),
+            ("local_dont_know", "local don't know %", "{:.1f}"),
             ("confidently_wrong", "confidently wrong %", "{:.1f}"),
             ("unanswerable_dont_know", "unanswerable: don't know %", "{:.1f}")]
     header = f"{'base':<8}{'set':<10}" + "".join(f"{title:>{len(title) + 2}}" for _, title, _ in cols)

@@ -168,15 +168,15 @@ def _members(data: bytes) -> list[tuple[str, bytes]]:
             raise BundleError(f"the bundle is a damaged zip file ({err}); nothing was changed") from err
         return out
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
-            for member in archive.getmembers():
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            for member in tar.getmembers():
                 if member.isdir():
                     continue
                 if not member.isfile():
                     raise BundleError(
                         f"bundle member {member.name!r} is a link or device; bundles hold plain files only"
                     )
-                handle = archive.extractfile(member)
+                handle = tar.extractfile(member)
                 if handle is not None:
                     add(member.name, member.size, handle.read)
     except (tarfile.TarError, EOFError, OSError) as err:

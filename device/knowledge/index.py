@@ -198,7 +198,8 @@ def build_index(
                 cursor = db.execute("INSERT INTO chunks (path, key, kind) VALUES (?, ?, ?)",
                                     (path, chunk.key, str(chunk.kind)))
                 rowid = int(cursor.lastrowid or 0)
-                db.execute("INSERT INTO fts (rowid, heading, question, body, keywords) VALUES (?, ?, ?, ?, ?)",
+                db.execute("INSERT INTO fts (rowid, heading, question, body, keywords) "
+                           "VALUES (?, ?, ?, ?, ?)",
                            (rowid, chunk.heading, chunk.question, chunk.body, chunk.keywords))
                 new_ids.append(rowid)
         _store_terms(db, new_ids)

@@ -21,21 +21,28 @@ from edgevoice.device.knowledge.chunking import Chunk, ChunkKind
 from edgevoice.device.knowledge.index import Candidate
 
 # Function words and question scaffolding: they would match every chunk.
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are aren't as at be because been before
-being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-don't during each few for from further had hadn't has hasn't have haven't having he he'd
-he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
-is isn't it it's its itself let's me more most mustn't my myself no nor not of on once only
-or other ought our ours ourselves own same shan't she she'd she'll she's should
-shouldn't so some such than that that's the their theirs them themselves then there there's these
-they they'd they'll they're they've this those through to too under until very was wasn't we
-we'd we'll we're we've were weren't what what's when when's where where's which while who who's
-whom why why's with won't would wouldn't you you'd you'll you're you've your yours yourself
-yourselves please tell know want wanted like need needs would could may might must shall will just also
-really actually anything something thing things get got go going kind sort lot lots way
-excuse hi hello hey um uh okay ok well yes yeah sir madam there's any
-""".split())
+STOPWORDS = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
+    "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
+    "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does",
+    "doesn't", "doing", "don't", "during", "each", "few", "for", "from", "further", "had", "hadn't",
+    "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here",
+    "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "i", "i'd", "i'll", "i'm",
+    "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "let's", "me", "more",
+    "most", "mustn't", "my", "myself", "no", "nor", "not", "of", "on", "once", "only", "or",
+    "other", "ought", "our", "ours", "ourselves", "own", "same", "shan't", "she", "she'd", "she'll",
+    "she's", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their",
+    "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "they'd",
+    "they'll", "they're", "they've", "this", "those", "through", "to", "too", "under", "until",
+    "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what",
+    "what's", "when", "when's", "where", "where's", "which", "while", "who", "who's", "whom", "why",
+    "why's", "with", "won't", "would", "wouldn't", "you", "you'd", "you'll", "you're", "you've",
+    "your", "yours", "yourself", "yourselves", "please", "tell", "know", "want", "wanted", "like",
+    "need", "needs", "would", "could", "may", "might", "must", "shall", "will", "just", "also",
+    "really", "actually", "anything", "something", "thing", "things", "get", "got", "go", "going",
+    "kind", "sort", "lot", "lots", "way", "excuse", "hi", "hello", "hey", "um", "uh", "okay", "ok",
+    "well", "yes", "yeah", "sir", "madam", "there's", "any"
+])
 
 # Everyday equivalents a visitor uses for what a knowledge file says: a question word
 # also matches the others of its group. Generic English, not any one knowledge base.

@@ -233,9 +233,8 @@ class Daemon(DeviceActions):
         without knowledge: it must still answer."""
         if not self.config.knowledge.enabled:
             return
-        from edgevoice.device.knowledge import KnowledgeBase, KnowledgeError
-
         from edgevoice.device.identity import state_dir
+        from edgevoice.device.knowledge import KnowledgeBase, KnowledgeError
 
         knowledge = KnowledgeBase(self.config.knowledge, state_dir=state_dir(self.config.device, self.root))
         try:

@@ -60,7 +60,8 @@ async def test_agent_contract_carries_context_only_when_the_turn_matched(museum:
 
 async def test_openai_folds_the_chunks_into_the_system_message_only(museum: KnowledgeBase) -> None:
     async with example_server() as server:
-        cfg = make_config(llm={"provider": "openai", "system_prompt": "You are the museum kiosk.", "tools": []},
+        cfg = make_config(llm={"provider": "openai", "system_prompt": "You are the museum kiosk.",
+                               "tools": []},
                           openai={"base_url": server.url + "/v1", "model": "m"})
         client = build_agent(cfg)
         try:

@@ -86,7 +86,8 @@ def test_qa_entries_keep_every_phrasing_and_their_ids() -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ('title = "x"\n[[entry]]\nanswer = "a"\n', "needs question"),
     ('title = "x"\n[[entry]]\nquestion = "q"\n', "needs answer"),
-    ('title = "x"\n[[entry]]\nid="a"\nquestion="q"\nanswer="a"\n[[entry]]\nid="a"\nquestion="r"\nanswer="b"\n',
+    ('title = "x"\n[[entry]]\nid="a"\nquestion="q"\nanswer="a"\n'
+     '[[entry]]\nid="a"\nquestion="r"\nanswer="b"\n',
      "used twice"),
     ("title = \n", "not valid TOML"),
 ])
@@ -146,7 +147,8 @@ def test_a_missing_path_is_a_warning_or_with_strict_an_error(tmp_path: Path) -> 
         build_index(tmp_path / "i.sqlite3", [tmp_path / "nope"], chunk_chars=600, strict=True)
 
 
-def test_a_corrupted_index_is_rebuilt_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_corrupted_index_is_rebuilt_with_a_warning(tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "b.toml").write_text(QA)
     index = tmp_path / "i.sqlite3"
     build_index(index, [tmp_path / "b.toml"], chunk_chars=600)
@@ -187,7 +189,8 @@ def test_a_power_cut_during_a_rebuild_leaves_the_old_index_or_the_new_one(tmp_pa
     old = build_index(index, [docs], chunk_chars=600).chunks
     _synthetic(docs, 20, "new")
     new = old + 2000
-    script = ("import sys; from pathlib import Path; from edgevoice.device.knowledge.index import build_index; "
+    script = ("import sys; from pathlib import Path; "
+              "from edgevoice.device.knowledge.index import build_index; "
               "build_index(Path(sys.argv[1]), [sys.argv[2]], chunk_chars=600)")
     building = index.with_name(index.name + ".building")
     seen: set[str] = set()

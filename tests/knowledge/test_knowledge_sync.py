@@ -139,7 +139,8 @@ BAD_BUNDLES = {
 }
 
 
-async def test_bad_bundles_change_nothing_and_say_why(broker: Broker, files: ModelServer, tmp_path: Path) -> None:
+async def test_bad_bundles_change_nothing_and_say_why(broker: Broker, files: ModelServer,
+                                                      tmp_path: Path) -> None:
     async with kiosk(broker, tmp_path) as (daemon, observer):
         kb = daemon.knowledge
         good = make_tar_gz({"faq.toml": HOTEL})
@@ -147,7 +148,8 @@ async def test_bad_bundles_change_nothing_and_say_why(broker: Broker, files: Mod
         index = kb.index_path.read_bytes()
         before = kb.stats()
         for name, (body, digest, code) in BAD_BUNDLES.items():
-            answer = await sync(observer, files.add(name.replace(" ", "-") + ".bin", body), digest or sha(body))
+            url = files.add(name.replace(" ", "-") + ".bin", body)
+            answer = await sync(observer, url, digest or sha(body))
             assert not answer["ok"], name
             assert answer["error"]["code"] == code, (name, answer)
             assert "nothing was changed" in answer["error"]["message"], answer
