@@ -15,7 +15,6 @@ reader is swapped by :meth:`swap_reader` on the thread that looks up.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -25,20 +24,12 @@ from edgevoice.device.knowledge import bundle as bundles
 from edgevoice.device.knowledge.errors import KnowledgeError
 from edgevoice.device.knowledge.index import BuildReport, KnowledgeIndex, build_index
 from edgevoice.device.knowledge.retrieval import Passage, Retrieval, retrieve
+from edgevoice.models.store import _writable_or_creatable
 
 _LOGGER = logging.getLogger(__name__)
 
 USER_STATE_DIR = Path("~/.local/share/edgevoice")
 INDEX_NAME = "index.sqlite3"
-
-
-def _writable_or_creatable(path: Path) -> bool:
-    probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            return False
-        probe = probe.parent
-    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
 
 
 def default_index_path(state_dir: Path | None = None) -> Path:

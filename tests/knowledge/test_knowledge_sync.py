@@ -43,13 +43,15 @@ def files() -> Iterator[ModelServer]:
 
 
 @asynccontextmanager
-async def kiosk(broker: Broker, tmp_path: Path) -> AsyncIterator[tuple[Daemon, Observer]]:
+async def kiosk(broker: Broker, tmp_path: Path, *, knowledge: bool = True
+                ) -> AsyncIterator[tuple[Daemon, Observer]]:
+    """The daemon's fleet commands (its real knowledge_sync) on a bridge to mosquitto."""
     config = tmp_path / "config.toml"
-    config.write_text(f'[knowledge]\nenabled = true\npaths = ["{MUSEUM}"]\n'
+    config.write_text(f'[knowledge]\nenabled = {str(knowledge).lower()}\npaths = ["{MUSEUM}"]\n'
                       f'[device]\nstate_dir = "{tmp_path / "state"}"\n')
     daemon = Daemon(load_config(config, ()), config_path=config, root=tmp_path)
     await daemon._open_knowledge()
-    assert daemon.knowledge is not None
+    assert (daemon.knowledge is not None) == knowledge
     daemon.bus.bind(asyncio.get_running_loop())
     bridge = MqttBridge(mqtt_config(broker, "dev1"), device_config(), "dev1", daemon.bus,
                         FleetCommands(daemon), None)
@@ -62,7 +64,8 @@ async def kiosk(broker: Broker, tmp_path: Path) -> AsyncIterator[tuple[Daemon, O
     finally:
         observer.close()
         await bridge.stop()
-        daemon.knowledge.close()
+        if daemon.knowledge is not None:
+            daemon.knowledge.close()
 
 
 async def sync(observer: Observer, url: str, digest: str) -> dict[str, Any]:
@@ -167,19 +170,7 @@ async def test_bad_bundles_change_nothing_and_say_why(broker: Broker, files: Mod
 
 
 async def test_knowledge_sync_on_a_device_without_knowledge(broker: Broker, tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text("")
-    daemon = Daemon(load_config(config, ()), config_path=config, root=tmp_path)
-    daemon.bus.bind(asyncio.get_running_loop())
-    bridge = MqttBridge(mqtt_config(broker, "dev1"), device_config(), "dev1", daemon.bus,
-                        FleetCommands(daemon), None)
-    await bridge.start()
-    observer = Observer(broker)
-    observer.subscribe("edgevoice/reply/test")
-    try:
-        assert await await_until(lambda: bridge.connected)
+    async with kiosk(broker, tmp_path, knowledge=False) as (_, observer):
         answer = await sync(observer, "http://127.0.0.1:9/x", "0" * 64)
-        assert answer["error"]["code"] == "knowledge_disabled"
-    finally:
-        observer.close()
-        await bridge.stop()
+    assert answer["error"]["code"] == "knowledge_disabled"
+    assert "enabled = true" in answer["error"]["message"]
