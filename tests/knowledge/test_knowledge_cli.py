@@ -70,3 +70,13 @@ def test_search_list_rebuild_stats(capsys: pytest.CaptureFixture[str], config: P
     assert stats["files"] == 2 and stats["qa_entries"] == 54 and stats["bundle"] is None
     code, out, _ = run(capsys, "knowledge", "search", "zzzz qqqq", *opts)
     assert code == EXIT_FAILURE and "nothing" in out
+
+
+def test_chat_looks_turns_up_like_the_daemon(capsys: pytest.CaptureFixture[str], config: Path) -> None:
+    opts = ("--config", str(config), "--set", "llm.provider=local", "--set", "knowledge.enabled=true",
+            "--set", f"knowledge.paths=[{json.dumps(str(HOTEL))}]")
+    code, out, _ = run(capsys, "chat", "is there an airport shuttle", *opts)
+    assert code == EXIT_OK and out.startswith("Our shuttle to the airport leaves every hour")
+    code, out, _ = run(capsys, "chat", "do you have a casino", *opts, "--json")
+    assert json.loads(out)["reply"].startswith("Sorry, I don't know that. I can answer questions about "
+                                               "Hotel Meridian")
