@@ -7,9 +7,10 @@ on; ``heldback``: written before any tuning, only scored):
 
 - top-1 / top-3: the chunk that answers the question is first / in the first three
   (answerable questions);
-- local agent: what ``provider = "local"`` would say, through the same selection it
-  uses (``choose_answer`` over ``KnowledgeBase.lookup``): correct (from the labelled
-  chunk), confidently wrong (from another chunk, or any answer to a question nothing
+- local agent: what ``provider = "local"`` says (``LocalAgentClient.answer`` on the turn
+  with ``KnowledgeBase.lookup``'s result, as the daemon runs it): correct (from the
+  labelled chunk), confidently wrong (from another chunk, a built-in reply such as the
+  date instead of the answer, or any answer but "I don't know" to a question nothing
   answers), or "I don't know";
 - the reference in the same run: FTS5's plain BM25 order (equal column weights, no
   confidence re-ranking), for top-1 / top-3.
@@ -36,9 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgevoice.device.agents import UserTurn
+from edgevoice.device.agents.local import Intent, LocalAgentClient
+from edgevoice.device.config.schema import LlmConfig, LocalConfig
 from edgevoice.device.config.sections.knowledge import KnowledgeConfig
 from edgevoice.device.knowledge import KnowledgeBase
-from edgevoice.device.knowledge.answer import choose_answer
 from edgevoice.device.knowledge.index import build_index
 from edgevoice.device.knowledge.retrieval import content_words, match_expression
 
@@ -106,10 +109,12 @@ def reference_keys(index_path: Path, text: str, limit: int = 3) -> list[str]:
 
 def score_set(kb: KnowledgeBase, questions: list[tuple[str, str]], config: KnowledgeConfig) -> Score:
     score = Score()
+    agent = LocalAgentClient(LocalConfig(), LlmConfig(), answer_score=config.answer_score)
     for text, label in questions:
         ranked = [p.key for p in kb.search(text, 3)]
-        found = kb.lookup(text)
-        answer = choose_answer(found, answer_score=config.answer_score)
+        reply = agent.answer(UserTurn(text, knowledge=kb.lookup(text)))
+        answered = reply.intent is not Intent.DONT_KNOW
+        source = reply.source or f"(built-in {reply.intent})"
         if label:
             score.answerable += 1
             score.top1 += bool(ranked) and ranked[0] == label
@@ -117,23 +122,21 @@ def score_set(kb: KnowledgeBase, questions: list[tuple[str, str]], config: Knowl
             ref = reference_keys(kb.index_path, text)
             score.ref_top1 += bool(ref) and ref[0] == label
             score.ref_top3 += label in ref[:3]
-            if answer is None:
+            if not answered:
                 score.dont_know_answerable += 1
-            elif answer.passage.key == label:
+            elif source == label:
                 score.correct += 1
             else:
                 score.wrong += 1
-                score.misses.append(f"WRONG {text!r}: {answer.passage.key} (want {label}, "
-                                    f"conf {answer.passage.confidence:.2f})")
+                score.misses.append(f"WRONG {text!r}: {source} (want {label})")
             if label not in ranked[:3]:
                 score.misses.append(f"miss  {text!r}: {ranked} (want {label})")
         else:
             score.unanswerable += 1
-            if answer is None:
+            if not answered:
                 score.dont_know_unanswerable += 1
             else:
-                score.misses.append(f"WRONG {text!r}: answered from {answer.passage.key} "
-                                    f"(conf {answer.passage.confidence:.2f}; nothing answers it)")
+                score.misses.append(f"WRONG {text!r}: answered from {source} (nothing answers it)")
     return score
 
 

@@ -81,6 +81,7 @@ STORY = (
 class LocalReply:
     intent: Intent
     text: str
+    source: str = ""  # the knowledge chunk's key, for a KNOWLEDGE reply
 
 
 def classify(text: str) -> tuple[Intent, str]:
@@ -185,8 +186,10 @@ class LocalAgentClient(AgentClient):
                 intent is Intent.ECHO or asks_more_than(intent, turn.text)):
             found = choose_answer(knowledge, answer_score=self.answer_score)
             if found is not None:
-                return LocalReply(Intent.KNOWLEDGE, found.text)
-            if intent is Intent.ECHO and not turn.low_confidence:
+                return LocalReply(Intent.KNOWLEDGE, found.text, found.passage.key)
+            # A question beyond the built-in skill's own words ("what time is the football
+            # on") that knowledge cannot answer gets "I don't know", not the clock.
+            if not turn.low_confidence:
                 return LocalReply(Intent.DONT_KNOW, dont_know(knowledge.topics))
         if turn.low_confidence and intent is Intent.ECHO:
             intent = Intent.UNSURE
