@@ -5,7 +5,10 @@ identity is configured, ``type``, ``text`` and, only when they apply, ``system``
 ``interrupted_text``, ``summary``). The reply is read by its Content-Type:
 ``application/json`` (``{"text"}`` or ``{"response"}``, buffered), ``text/plain``
 (streamed) or ``text/event-stream`` (``data:`` lines of ``{"delta"}`` JSON or raw text,
-``data: [DONE]`` ends it). ``context`` is never sent: this device has no local retrieval.
+``data: [DONE]`` ends it). ``context`` (a list of strings: the knowledge chunks that
+matched the turn, docs/knowledge.md) is sent only when the turn matched; a turn that
+matched nothing carries no ``context`` key at all, and ``text`` is always exactly what
+the person said.
 """
 
 from __future__ import annotations
@@ -186,6 +189,9 @@ class HttpAgentClient(AgentClient):
             body["resource_id"] = self.resource_id
         body["type"] = "chat"
         body["text"] = turn.text
+        context = turn.context
+        if context:
+            body["context"] = context
         system = "\n\n".join(
             part
             for part in (self._config.skill, self._llm.low_confidence_note if turn.low_confidence else "")

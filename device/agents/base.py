@@ -23,16 +23,27 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from edgevoice.device.agents.errors import AgentReplyTooLargeError
+from edgevoice.device.knowledge.retrieval import Retrieval
 
 _LOGGER = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class UserTurn:
-    """What the person said in one turn. ``text`` is sent exactly as heard."""
+    """What the person said in one turn. ``text`` is sent exactly as heard.
+
+    ``knowledge`` is what the device's knowledge base found for it (``None`` when
+    knowledge is off or the provider does not take it); only its passages that cleared
+    ``[knowledge] min_score`` reach an agent."""
 
     text: str
     low_confidence: bool = False
+    knowledge: Retrieval | None = None
+
+    @property
+    def context(self) -> list[str]:
+        """The matched chunks as the agent contract's ``context`` strings ([] when none)."""
+        return self.knowledge.context() if self.knowledge is not None else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +63,8 @@ class AgentClient(abc.ABC):
     """One conversation with one agent. Not safe for two concurrent ``reply()`` calls."""
 
     provider: str = ""
+    # Whether turns should be looked up in the knowledge base for this provider.
+    uses_knowledge: bool = True
 
     def __init__(self, *, history_turns: int = 20, max_reply_chars: int = 4000) -> None:
         self._session_id = new_session_id()

@@ -51,5 +51,6 @@ def build_agent(
     if provider == "local":
         from edgevoice.device.agents.local import LocalAgentClient
 
-        return LocalAgentClient(config.local, llm, actions, now=now)
+        return LocalAgentClient(config.local, llm, actions, now=now,
+                                answer_score=config.knowledge.answer_score)
     raise AgentConfigError(f"unknown [llm] provider {provider!r}; use one of {', '.join(PROVIDERS)}")

@@ -40,6 +40,7 @@ def assist_speech(data: Any) -> tuple[str, str | None]:
 
 class HomeAssistantClient(AgentClient):
     provider = "homeassistant"
+    uses_knowledge = False  # Assist has its own intents; no context is sent
 
     def __init__(self, config: HomeassistantConfig, llm: LlmConfig, *, language: str) -> None:
         super().__init__(history_turns=llm.history_turns, max_reply_chars=llm.max_reply_chars)

@@ -5,6 +5,11 @@ questions (some a few sentences long, so streaming and barge-in can be tried), a
 handles "stop" (ends the conversation) and "start over" (a new session) through
 :class:`~edgevoice.device.agents.actions.DeviceActions`. Replies stream in word-sized
 deltas. It is what ``edgevoice demo`` and a fresh install use.
+
+With ``[knowledge]`` on it answers from the device's knowledge base: the best chunk,
+when its confidence clears ``[knowledge] answer_score`` (a Q/A entry's answer, or the
+matching sentences of prose); a question it cannot answer gets "I don't know" and
+what it can talk about, never a guess (docs/knowledge.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from enum import StrEnum
 from edgevoice.device.agents.actions import DeviceActions
 from edgevoice.device.agents.base import AgentClient, UserTurn
 from edgevoice.device.config.schema import LlmConfig, LocalConfig
+from edgevoice.device.knowledge.answer import choose_answer, dont_know
+from edgevoice.device.knowledge.retrieval import content_words
 
 _WORDS = re.compile(r"\S+\s*")
 
@@ -38,6 +45,11 @@ class Intent(StrEnum):
     THANKS = "thanks"
     UNSURE = "unsure"
     ECHO = "echo"
+    KNOWLEDGE = "knowledge"  # answered from the knowledge base
+    DONT_KNOW = "dont_know"  # a question the knowledge base does not answer
+
+# Intents that act on the conversation itself: never answered from knowledge.
+CONTROL_INTENTS = frozenset({Intent.STOP, Intent.START_OVER, Intent.REPEAT_AFTER, Intent.REPEAT_LAST})
 
 
 _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
@@ -69,6 +81,7 @@ STORY = (
 class LocalReply:
     intent: Intent
     text: str
+    source: str = ""  # the knowledge chunk's key, for a KNOWLEDGE reply
 
 
 def classify(text: str) -> tuple[Intent, str]:
@@ -86,6 +99,19 @@ def classify(text: str) -> tuple[Intent, str]:
                 rest = re.sub(r"^\s*(repeat after me|say)[\s,:]*", "", text.strip(), flags=re.I)
             return intent, rest
     return Intent.ECHO, text.strip()
+
+
+def asks_more_than(intent: Intent, text: str) -> bool:
+    """Whether ``text`` holds content words besides what made it ``intent``: "what time is
+    it" is only the clock, "what time does the café open" is a question for knowledge."""
+    clean = re.sub(r"\s+", " ", re.sub(r"[^\w\s']", " ", text.lower())).strip()
+    for candidate, pattern in _PATTERNS:
+        if candidate is intent:
+            match = pattern.search(clean)
+            if match:
+                clean = clean[: match.start()] + " " + clean[match.end():]
+            break
+    return bool(content_words(clean))
 
 
 def compose(intent: Intent, rest: str, *, name: str, now: datetime, last_user: str) -> str:
@@ -120,6 +146,10 @@ def compose(intent: Intent, rest: str, *, name: str, now: datetime, last_user: s
             return "You're welcome."
         case Intent.UNSURE:
             return "Sorry, I didn't catch that. Could you say it again?"
+        case Intent.KNOWLEDGE:
+            return rest
+        case Intent.DONT_KNOW:
+            return dont_know(())
         case Intent.ECHO:
             return (f"You said: {rest}. I'm the built-in agent, so I can only tell the time and date, "
                     "repeat things and tell a story.")
@@ -140,18 +170,32 @@ class LocalAgentClient(AgentClient):
         actions: DeviceActions | None = None,
         *,
         now: Callable[[], datetime] | None = None,
+        answer_score: float = 0.6,
     ) -> None:
         super().__init__(history_turns=llm.history_turns, max_reply_chars=llm.max_reply_chars)
         self._config = config
         self._actions = actions
         self._now = now or (lambda: datetime.now().astimezone())
+        self.answer_score = answer_score
 
     def answer(self, turn: UserTurn) -> LocalReply:
         intent, rest = classify(turn.text)
         last_user = self.history[-1].user if self.history else ""
+        knowledge = turn.knowledge
+        if knowledge is not None and intent not in CONTROL_INTENTS and (
+                intent is Intent.ECHO or asks_more_than(intent, turn.text)):
+            found = choose_answer(knowledge, answer_score=self.answer_score)
+            if found is not None:
+                return LocalReply(Intent.KNOWLEDGE, found.text, found.passage.key)
+            # A question beyond the built-in skill's own words ("what time is the football
+            # on") that knowledge cannot answer gets "I don't know", not the clock.
+            if not turn.low_confidence:
+                return LocalReply(Intent.DONT_KNOW, dont_know(knowledge.topics))
         if turn.low_confidence and intent is Intent.ECHO:
             intent = Intent.UNSURE
         text = compose(intent, rest, name=self._config.name, now=self._now(), last_user=last_user)
+        if knowledge is not None and knowledge.topics and intent in (Intent.GREET, Intent.ABILITIES):
+            text = f"{text} {dont_know(knowledge.topics).split('. ', 1)[1]}"
         return LocalReply(intent, text)
 
     async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:

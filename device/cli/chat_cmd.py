@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from edgevoice.audio.splitter import SentenceSplitter
@@ -75,9 +76,11 @@ def _round(value: float | None) -> float | None:
 
 
 async def timed_turn(
-    client: AgentClient, text: str, on_delta: Callable[[str], None] | None = None
+    client: AgentClient, text: str, on_delta: Callable[[str], None] | None = None,
+    knowledge: Any = None,
 ) -> TurnReport:
-    """Run one turn, timing the first text and the first sentence a TTS would get."""
+    """Run one turn, timing the first text and the first sentence a TTS would get.
+    ``knowledge`` (a KnowledgeBase) looks the turn up first, as the daemon does."""
     splitter = SentenceSplitter()
     parts: list[str] = []
     ttft: float | None = None
@@ -85,7 +88,8 @@ async def timed_turn(
     error: AgentError | None = None
     started = time.perf_counter()
     try:
-        async for delta in client.reply(UserTurn(text)):
+        found = knowledge.lookup(text) if knowledge is not None and client.uses_knowledge else None
+        async for delta in client.reply(UserTurn(text, knowledge=found)):
             now = time.perf_counter()
             if ttft is None:
                 ttft = (now - started) * 1000
@@ -113,8 +117,8 @@ def _exit_for(error: AgentError) -> int:
     return EXIT_UNAVAILABLE if isinstance(error, AgentUnreachableError) else EXIT_FAILURE
 
 
-async def _one(client: AgentClient, text: str, as_json: bool) -> int:
-    report = await timed_turn(client, text, None if as_json else _write)
+async def _one(client: AgentClient, text: str, as_json: bool, knowledge: Any = None) -> int:
+    report = await timed_turn(client, text, None if as_json else _write, knowledge)
     if as_json:
         print_json(report.as_dict(client))
     else:
@@ -124,7 +128,8 @@ async def _one(client: AgentClient, text: str, as_json: bool) -> int:
     return EXIT_OK if report.error is None else _exit_for(report.error)
 
 
-async def _interactive(client: AgentClient, actions: RecordingActions, as_json: bool) -> int:
+async def _interactive(client: AgentClient, actions: RecordingActions, as_json: bool,
+                       knowledge: Any = None) -> int:
     status = EXIT_OK
     if not as_json:
         print(f"chatting with the {client.provider} agent; end with Ctrl-D or 'stop'", file=sys.stderr)
@@ -139,7 +144,7 @@ async def _interactive(client: AgentClient, actions: RecordingActions, as_json: 
             continue
         if not as_json:
             print("agent> ", end="", file=sys.stderr, flush=True)
-        status = await _one(client, text, as_json)
+        status = await _one(client, text, as_json, knowledge)
         if actions.restarted:
             actions.restarted = False
             client.reset_session()
@@ -155,12 +160,20 @@ async def _run(args: argparse.Namespace) -> int:
     config = load(args).config
     actions = RecordingActions(volume=config.audio.volume)
     client = build_agent(config, actions)
+    knowledge = None
+    if config.knowledge.enabled:  # the same lookups as the daemon's turns
+        from edgevoice.device.knowledge import KnowledgeBase
+
+        knowledge = KnowledgeBase(config.knowledge, state_dir=Path(config.device.state_dir))
+        await asyncio.to_thread(knowledge.open)
     try:
         if args.text is not None:
-            return await _one(client, args.text, args.json)
-        return await _interactive(client, actions, args.json)
+            return await _one(client, args.text, args.json, knowledge)
+        return await _interactive(client, actions, args.json, knowledge)
     finally:
         await client.aclose()
+        if knowledge is not None:
+            knowledge.close()
 
 
 def _chat(args: argparse.Namespace) -> int:

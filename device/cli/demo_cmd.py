@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import re
 import sys
 import time
 from pathlib import Path
@@ -40,6 +42,9 @@ def register(sub: Any) -> None:
     add_common_options(parser, json_output=True)
     parser.add_argument("--out", type=Path, default=None, metavar="DIR",
                         help="where the mic, speaker and reference WAVs go (default: ./out/demo-TIME)")
+    parser.add_argument("--knowledge", type=Path, default=None, metavar="PATH",
+                        help="answer from this knowledge folder (e.g. examples/knowledge/museum): the "
+                             "person asks museum questions and the built-in agent answers offline")
     parser.add_argument("--fast", action="store_true",
                         help="run the room's clock as fast as the machine allows instead of real time")
     parser.set_defaults(func=_demo)
@@ -76,15 +81,32 @@ def _latency_table(turns: list[dict[str, Any]]) -> str:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from edgevoice.device.runtime.demo import run_demo
+    from edgevoice.device.runtime.demo import MUSEUM_SCRIPT, SCRIPT, run_demo
 
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         # The timeline is the demo's output; INFO lines would interleave with it.
         logging.getLogger().setLevel(logging.WARNING)
-    overrides = list(DEMO_DEFAULTS) + (["room.speed=0"] if args.fast else []) + list(args.overrides)
+
+    out = args.out or Path("out") / time.strftime("demo-%Y%m%d-%H%M%S")
+    script = SCRIPT
+    knowledge: list[str] = []
+    if args.knowledge is not None:
+        if not args.knowledge.exists():
+            print(f"edgevoice: {args.knowledge} does not exist; give a knowledge folder", file=sys.stderr)
+            return EXIT_FAILURE
+        script = MUSEUM_SCRIPT
+        paths = json.dumps([str(args.knowledge.resolve())])
+        index = json.dumps(str((out / "knowledge.sqlite3").resolve()))
+        # The recognizer listens for the visitor's lines (a phrase list, as the end-to-end
+        # tests do), so the bundled pocketsphinx hears them exactly even on a loaded machine;
+        # what is tested is that the knowledge base answers them. --set asr.grammar=[] wins.
+        phrases = json.dumps([re.sub(r"[^\w\s']", "", line.text).lower().strip() for line in script])
+        knowledge = ["llm.provider=local", "knowledge.enabled=true", f"knowledge.paths={paths}",
+                     f"knowledge.index={index}", f"asr.grammar={phrases}"]
+    overrides = (list(DEMO_DEFAULTS) + knowledge + (["room.speed=0"] if args.fast else [])
+                 + list(args.overrides))
     loaded = load_config(args.config, overrides, search_paths=[])
     scrub_secrets(secret_values(loaded.config))
-    out = args.out or Path("out") / time.strftime("demo-%Y%m%d-%H%M%S")
 
     def show(event: Event, audio_s: float) -> None:
         if args.json or event.type not in SHOWN_EVENTS:
@@ -92,7 +114,7 @@ def _demo(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{audio_s:7.2f}s  {event.type:<22} {_describe(event)}\n")
         sys.stdout.flush()
 
-    report = asyncio.run(run_demo(loaded, out, on_event=show))
+    report = asyncio.run(run_demo(loaded, out, script, on_event=show))
     if args.json:
         print_json({"ok": report.ok, "problems": report.problems, "events": report.events,
                     "turns": report.turns, "lines": report.lines_said, "recordings": report.recordings})

@@ -43,6 +43,7 @@ from edgevoice.device.config.sections.hearing import (
     ModelsConfig,
     VadConfig,
 )
+from edgevoice.device.config.sections.knowledge import KnowledgeConfig
 from edgevoice.device.config.sections.speaking import (
     EarconsConfig,
     TtsConfig,
@@ -61,6 +62,7 @@ __all__ = [
     "GpioConfig",
     "GpioOutputConfig",
     "HomeassistantConfig",
+    "KnowledgeConfig",
     "ListenConfig",
     "LlmConfig",
     "LocalConfig",
@@ -90,6 +92,7 @@ class Config:
     ollama: OllamaConfig = section(OllamaConfig)
     homeassistant: HomeassistantConfig = section(HomeassistantConfig)
     local: LocalConfig = section(LocalConfig)
+    knowledge: KnowledgeConfig = section(KnowledgeConfig)
     mqtt: MqttConfig = section(MqttConfig)
     gpio: GpioConfig = section(GpioConfig)
     conversation: ConversationConfig = section(ConversationConfig)

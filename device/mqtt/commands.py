@@ -73,6 +73,14 @@ class CommandTarget(Protocol):
         """``{"state", "volume", "mic_muted", "provider", "config_revision", ...}``."""
         ...
 
+    async def knowledge_sync(self, url: str, sha256: str) -> dict[str, Any]:
+        """Fetch the knowledge bundle at ``url``, check it against ``sha256``, index it and
+        swap the index atomically; return ``{"bundle", "build", "stats"}``. A bad bundle
+        raises a ``knowledge_bundle_*`` error and changes nothing (docs/knowledge.md)."""
+        from edgevoice.device.knowledge import KnowledgeDisabledError
+
+        raise KnowledgeDisabledError("this device has no knowledge service")
+
 
 class ErrorCode(StrEnum):
     UNKNOWN_COMMAND = "unknown_command"
@@ -117,6 +125,7 @@ COMMAND_ARGS: dict[str, dict[str, Arg]] = {
     "reload": {},
     "restart": {},
     "fetch_model": {"name": Arg(str)},
+    "knowledge_sync": {"url": Arg(str), "sha256": Arg(str)},
 }
 
 _TYPE_NAMES = {str: "a string", float: "a number", bool: "true or false", dict: "an object"}
@@ -293,6 +302,8 @@ class CommandRouter:
             await target.restart()
         elif name == "fetch_model":
             return await target.fetch_model(args["name"])
+        elif name == "knowledge_sync":
+            return await target.knowledge_sync(args["url"], args["sha256"])
         else:  # COMMAND_ARGS and this dispatch must agree
             raise CommandError(ErrorCode.UNKNOWN_COMMAND, f"unknown command {name!r}")
         return {"done": True}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -44,6 +45,7 @@ from edgevoice.audio.listener import (
 from edgevoice.audio.speaker import Speaker
 from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.knowledge import KnowledgeBase
 from edgevoice.device.runtime.bargein import BargeInMonitor
 from edgevoice.device.runtime.frontend import FrontEnd, FrontResult
 from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
@@ -117,8 +119,10 @@ class Conversation:
         settings: ConversationSettings,
         clock: AudioClock,
         on_state: Callable[[State], None] | None = None,
+        knowledge: KnowledgeBase | None = None,
     ) -> None:
         self.bus = bus
+        self.knowledge = knowledge
         self.front = front
         self.speaker = speaker
         self.replies = replies
@@ -484,6 +488,12 @@ class Conversation:
         )
 
     async def _agent_stream(self, turn: Turn, user: UserTurn) -> AsyncIterator[str]:
+        if self.knowledge is not None and self.agent.uses_knowledge:
+            found = self.knowledge.lookup(user.text)
+            turn.timeline.mark(Mark.RETRIEVED, self.clock.now())
+            turn.timeline.extra["retrieval_ms"] = round(found.elapsed_ms, 3)
+            turn.timeline.extra["knowledge_matched"] = len(found.passages)
+            user = dataclasses.replace(user, knowledge=found)
         turn.timeline.mark(Mark.REQUEST_SENT, self.clock.now())
         self.bus.emit(EventType.REPLY_REQUESTED, utterance_id=turn.timeline.turn_id,
                       session_id=self.agent.session_id, provider=self.agent.provider)

@@ -106,6 +106,7 @@ class Daemon(DeviceActions):
         self.conversation: Conversation | None = None
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
+        self.knowledge: Any = None  # a KnowledgeBase when [knowledge] enabled
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
 
@@ -152,6 +153,7 @@ class Daemon(DeviceActions):
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
         earcons = Earcons(self.speaker, enabled_earcons(config), config.earcons.level)
         self.agent = build_agent(config, self)
+        await self._open_knowledge()
         self.conversation = Conversation(
             bus=self.bus,
             front=front,
@@ -164,6 +166,7 @@ class Daemon(DeviceActions):
             settings=conversation_settings(config),
             clock=AudioClock(self._audio_time),
             on_state=self._on_state,
+            knowledge=self.knowledge,
         )
         self.duplex = DuplexLoop(
             backend,
@@ -224,6 +227,38 @@ class Daemon(DeviceActions):
             with contextlib.suppress(Exception):
                 close()
         self.notifier.close()
+
+    async def _open_knowledge(self) -> None:
+        """Bring the knowledge index up to date. A failure is logged and the device runs
+        without knowledge: it must still answer."""
+        if not self.config.knowledge.enabled:
+            return
+        from edgevoice.device.identity import state_dir
+        from edgevoice.device.knowledge import KnowledgeBase, KnowledgeError
+
+        knowledge = KnowledgeBase(self.config.knowledge, state_dir=state_dir(self.config.device, self.root))
+        try:
+            report, reader = await asyncio.to_thread(knowledge.build)
+        except KnowledgeError as err:
+            _LOGGER.error("knowledge disabled: %s", err)
+            self.bus.emit(EventType.ERROR, source="knowledge", code=err.code, message=err.message)
+            return
+        knowledge.swap_reader(reader, report)
+        self.knowledge = knowledge
+        self._closers.append(knowledge.close)
+
+    async def knowledge_sync(self, url: str, sha256: str) -> dict[str, Any]:
+        """Fetch, check and index a knowledge bundle, then answer from it (MQTT)."""
+        from edgevoice.device.knowledge import KnowledgeDisabledError
+
+        knowledge = self.knowledge
+        if knowledge is None:
+            raise KnowledgeDisabledError(
+                "knowledge is off on this device; set [knowledge] enabled = true and restart"
+            )
+        report, reader, info = await asyncio.to_thread(knowledge.sync_bundle, url, sha256)
+        knowledge.swap_reader(reader, report)
+        return {"bundle": info.as_dict(), "build": report.as_dict(), "stats": knowledge.stats()}
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
         if sys.platform == "win32":
@@ -509,6 +544,9 @@ class FleetCommands:
 
     async def state(self) -> dict[str, Any]:
         return await self._daemon.state()
+
+    async def knowledge_sync(self, url: str, sha256: str) -> dict[str, Any]:
+        return await self._daemon.knowledge_sync(url, sha256)
 
 
 def build_front_end(config: Config) -> FrontEnd:

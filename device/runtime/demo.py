@@ -36,6 +36,8 @@ class Line:
 
     text: str
     barge_in_after_s: float | None = None
+    # The reply must contain this (case-insensitive): the demo fails on a wrong answer.
+    expect: str | None = None
 
 
 SCRIPT: tuple[Line, ...] = (
@@ -43,6 +45,15 @@ SCRIPT: tuple[Line, ...] = (
     Line("What time is it?"),
     Line("Please tell me a story."),
     Line("Sorry, what time is it now?", barge_in_after_s=2.0),
+)
+# `edgevoice demo --knowledge examples/knowledge/museum`: a visitor at the museum kiosk,
+# answered offline from the knowledge base by the built-in agent.
+MUSEUM_SCRIPT: tuple[Line, ...] = (
+    Line("When is the museum open?", expect="Tuesday to Sunday"),
+    Line("How much are the tickets?", expect="14 euros"),
+    Line("Where is the whale skeleton?", expect="maritime hall"),
+    Line("Can I bring my dog?", expect="assistance dogs"),
+    Line("Do you have a swimming pool?", expect="don't know"),
 )
 PAUSE_BEFORE_LINE_S = 0.8
 LINE_TIMEOUT_S = 30.0
@@ -145,6 +156,26 @@ def check(report: DemoReport, script: tuple[Line, ...]) -> None:
                        if e["type"] == str(EventType.REPLY_DONE) and e.get("status") == "interrupted"]
         if not interrupted:
             report.problems.append("no reply ended as interrupted")
+    replies = replies_by_turn(report.events)
+    for number, line in enumerate(script, 1):
+        if line.expect is None:
+            continue
+        said = replies[number - 1] if number <= len(replies) else ""
+        if line.expect.lower() not in said.lower():
+            report.problems.append(
+                f"line {number} ({line.text!r}) was answered {said!r}, which lacks {line.expect!r}"
+            )
+
+
+def replies_by_turn(events: list[dict[str, Any]]) -> list[str]:
+    """What the device said after each heard turn, in order."""
+    replies: list[list[str]] = []
+    for event in events:
+        if event["type"] == str(EventType.TRANSCRIPT_USER):
+            replies.append([])
+        elif event["type"] == str(EventType.TRANSCRIPT_AGENT) and replies:
+            replies[-1].append(str(event.get("text", "")))
+    return [" ".join(parts) for parts in replies]
 
 
 async def run_demo(loaded: LoadedConfig, out_dir: Path, script: tuple[Line, ...] = SCRIPT,

@@ -252,6 +252,14 @@ def _set_barge_in(monitor: BargeInMonitor, settings: BargeInSettings,
     return []
 
 
+def _knowledge(daemon: Daemon, old: Config, new: Config) -> None:
+    """Retrieval's thresholds and top_k, read by the knowledge base and the local agent."""
+    if daemon.knowledge is not None:
+        daemon.knowledge.config = new.knowledge
+    if daemon.agent is not None and hasattr(daemon.agent, "answer_score"):
+        daemon.agent.answer_score = new.knowledge.answer_score
+
+
 def _table() -> dict[str, tuple[Applier, ...]]:
     groups: list[tuple[Applier, tuple[str, ...]]] = [
         (_volume, ("audio.volume",)),
@@ -262,6 +270,7 @@ def _table() -> dict[str, tuple[Applier, ...]]:
         (_earcons, ("earcons.wake", "earcons.listening", "earcons.thinking", "earcons.error",
                     "earcons.reset", "earcons.level")),
         (_mqtt, ("mqtt.telemetry_interval_s", "mqtt.publish_transcripts")),
+        (_knowledge, ("knowledge.top_k", "knowledge.min_score", "knowledge.answer_score")),
         (_agent, ("device.resource_id",
                   *(f"llm.{k}" for k in ("provider", "system_prompt", "low_confidence_note",
                                          "max_reply_chars", "history_turns", "summary_after_turns",

@@ -17,6 +17,7 @@ class Mark(StrEnum):
     SPEECH_END = "speech_end"  # the VAD's end of speech
     ENDPOINT = "endpoint"  # the endpointer decided the turn is over
     ASR_FINAL = "asr_final"
+    RETRIEVED = "retrieved"  # the knowledge base was looked up
     REQUEST_SENT = "request_sent"
     FIRST_TEXT = "first_text"
     FIRST_SENTENCE = "first_sentence"  # first sentence handed to TTS
@@ -30,6 +31,7 @@ class Mark(StrEnum):
 STAGES: tuple[tuple[str, Mark, Mark], ...] = (
     ("endpoint", Mark.SPEECH_END, Mark.ENDPOINT),
     ("asr_final", Mark.ENDPOINT, Mark.ASR_FINAL),
+    ("retrieval", Mark.ASR_FINAL, Mark.RETRIEVED),
     ("request", Mark.ASR_FINAL, Mark.REQUEST_SENT),
     ("first_text", Mark.REQUEST_SENT, Mark.FIRST_TEXT),
     ("first_sentence", Mark.FIRST_TEXT, Mark.FIRST_SENTENCE),
@@ -47,6 +49,8 @@ class TurnTimeline:
     turn_id: str
     marks: dict[Mark, float] = field(default_factory=dict)
     status: str = ""
+    # Figures measured off the audio clock (the knowledge lookup's own time, in ms).
+    extra: dict[str, object] = field(default_factory=dict)
 
     def mark(self, mark: Mark, at_s: float) -> None:
         self.marks.setdefault(mark, at_s)
@@ -68,6 +72,7 @@ class TurnTimeline:
             "status": self.status,
             "marks_s": {str(k): round(v, 4) for k, v in self.marks.items()},
             "stages_ms": self.stages_ms(),
+            **self.extra,
         }
 
 

