@@ -25,14 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.hearing_audio import espeak_speech, frames, piper_speech, place
 
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.asr_vosk import VoskEngine
-from edgevoice.audio.endpoint import Endpointer, EndpointSettings, SpeechStart, TurnEnd
-from edgevoice.audio.listener import FinalTranscript, Listener, SpeechStopped
-from edgevoice.audio.vad import QuietGate, VoiceActivity
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.audio.vad_silero import SileroVad
-from edgevoice.audio.wakeword import WakeWordDetector
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.asr_vosk import VoskEngine
+from edgevoice.audio.hearing.endpoint import Endpointer, EndpointSettings, SpeechStart, TurnEnd
+from edgevoice.audio.hearing.listener import FinalTranscript, Listener, SpeechStopped
+from edgevoice.audio.hearing.vad import QuietGate, VoiceActivity
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.audio.hearing.wakeword import WakeWordDetector
 from edgevoice.models import ModelKind, resolve_model
 
 SR = 16000
@@ -304,7 +304,7 @@ def main() -> int:
     ours_ps = PocketsphinxEngine(ps_loc.path, model_name=ps_loc.name)
     from pocketsphinx import Decoder
 
-    from edgevoice.audio.asr_pocketsphinx import model_files
+    from edgevoice.audio.hearing.asr_pocketsphinx import model_files
 
     hmm, lm, dic = model_files(ps_loc.path)
     decoder = Decoder(hmm=str(hmm), lm=str(lm), dict=str(dic), samprate=SR, loglevel="FATAL")

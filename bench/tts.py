@@ -20,11 +20,11 @@ import statistics
 import time
 from collections.abc import AsyncIterator
 
-from edgevoice.audio.speaker import Speaker
-from edgevoice.audio.tts import Synthesizer
-from edgevoice.audio.tts_piper import PiperTts, load_piper_voice
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.audio.speaking.tts import Synthesizer
+from edgevoice.audio.speaking.tts_piper import PiperTts, load_piper_voice
 from edgevoice.device.events import EventBus
-from edgevoice.device.speaking import ReplySpeaker
+from edgevoice.device.speaking.reply import ReplySpeaker
 from edgevoice.models import ModelKind, resolve_model
 
 SHORT = "Sure, here it is."
@@ -79,7 +79,7 @@ async def ours_rtf(engine: PiperTts, text: str) -> float:
     synth = Synthesizer(engine)
     start = time.perf_counter()
     audio_s = 0.0
-    from edgevoice.audio.splitter import split_sentences
+    from edgevoice.device.speaking.sentences import split_sentences
 
     for sentence in split_sentences(text):
         async for audio in synth.stream(sentence):

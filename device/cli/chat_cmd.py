@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from edgevoice.audio.splitter import SentenceSplitter
 from edgevoice.device.agents import (
     AgentClient,
     AgentError,
@@ -34,6 +33,7 @@ from edgevoice.device.cli.common import (
     load,
     print_json,
 )
+from edgevoice.device.speaking.sentences import SentenceSplitter
 
 
 def register(sub: Any) -> None:

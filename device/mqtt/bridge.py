@@ -28,7 +28,7 @@ from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Ou
 from edgevoice.device.mqtt.discovery import discovery_messages
 from edgevoice.device.mqtt.telemetry import TelemetrySource, build_telemetry, read_source
 from edgevoice.device.mqtt.topics import Topics
-from edgevoice.device.sysinfo import SystemSampler
+from edgevoice.device.system.sysinfo import SystemSampler
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Barge-in in the runtime: the pure detector (:mod:`edgevoice.audio.bargein`) fed from
+"""Barge-in in the runtime: the pure detector (:mod:`edgevoice.audio.hearing.bargein`) fed from
 the front end's VAD windows and the echo canceller's view of the residual echo.
 
 The detector's clock is the sum of the window durations it is fed; every window of
@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from edgevoice.audio.aec.base import AecStats, EchoCanceller
-from edgevoice.audio.bargein import (
+from edgevoice.audio.frames import SAMPLE_RATE, dbfs
+from edgevoice.audio.hearing.bargein import (
     After,
     BargeInDetector,
     BargeInInput,
@@ -22,8 +23,7 @@ from edgevoice.audio.bargein import (
     Decision,
     Mode,
 )
-from edgevoice.audio.frames import SAMPLE_RATE, dbfs
-from edgevoice.audio.vad import VadEngine, VadError, VadWindow
+from edgevoice.audio.hearing.vad import VadEngine, VadError, VadWindow
 from edgevoice.device.config.schema import BargeInConfig
 
 _LOGGER = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ def build_barge_in(config: BargeInConfig, canceller: EchoCanceller | None,
                    listener_vad: VadEngine | None = None) -> BargeInMonitor:
     """The monitor; with ``[barge_in] vad_signal = "linear"`` it scores the canceller's
     linear output on a second stream of ``listener_vad`` (the listener's engine)."""
-    from edgevoice.device.aec_setup import build_barge_in as build_detector
+    from edgevoice.device.assembly.echo import build_barge_in as build_detector
 
     has_reference = canceller is not None and canceller.name != "none"
     origin_s = -canceller.latency_ms / 1000.0 if canceller is not None else 0.0

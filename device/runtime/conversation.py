@@ -29,9 +29,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from edgevoice.audio.earcons import Earcon, Earcons
 from edgevoice.audio.frames import DuplexFrame
-from edgevoice.audio.listener import (
+from edgevoice.audio.hearing.listener import (
     FinalTranscript,
     HearingEvent,
     Listener,
@@ -41,7 +40,8 @@ from edgevoice.audio.listener import (
     TurnDiscarded,
     WakeWordDetected,
 )
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.speaking.earcons import Earcon, Earcons
+from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.events import Event, EventBus, EventType
 from edgevoice.device.runtime.bargein import BargeInMonitor
@@ -49,7 +49,7 @@ from edgevoice.device.runtime.frontend import FrontEnd, FrontResult
 from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
 from edgevoice.device.runtime.state import Action, Context, Input, ListenMode, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
-from edgevoice.device.speaking import ReplyOutcome, ReplySpeaker, ReplyStatus
+from edgevoice.device.speaking.reply import ReplyOutcome, ReplySpeaker, ReplyStatus
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -613,7 +613,7 @@ class Conversation:
 
 def remaining_text(spoken: str, heard: str) -> str:
     """The rest of ``spoken`` from the sentence in which ``heard`` stopped."""
-    from edgevoice.audio.splitter import SentenceSplitter
+    from edgevoice.device.speaking.sentences import SentenceSplitter
 
     splitter = SentenceSplitter()
     sentences = splitter.feed(spoken) + splitter.flush()

@@ -22,27 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from edgevoice import __version__
-from edgevoice.audio.backend import AudioBackend
-from edgevoice.audio.duplex import DuplexLoop
-from edgevoice.audio.earcons import Earcons
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.io.backend import AudioBackend
+from edgevoice.audio.io.duplex import DuplexLoop
+from edgevoice.audio.speaking.earcons import Earcons
+from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
-from edgevoice.device.audio_io import open_backend
+from edgevoice.device.assembly.audio_io import open_backend
+from edgevoice.device.assembly.speaking import build_synthesizer, reply_speaker
 from edgevoice.device.config import Config, LoadedConfig, load_config, revision, to_dict
 from edgevoice.device.config.loader import default_paths, secret_values
 from edgevoice.device.config.schema import GpioOutputConfig
 from edgevoice.device.events import Event, EventBus, EventType
-from edgevoice.device.gpio import ButtonEvent, ButtonSettings, LedPattern, StatusLed, open_gpio
-from edgevoice.device.gpio_outputs import close_outputs
+from edgevoice.device.hardware.gpio import ButtonEvent, ButtonSettings, LedPattern, StatusLed, open_gpio
+from edgevoice.device.hardware.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
-from edgevoice.device.logs import scrub_secrets
 from edgevoice.device.runtime.bargein import build_barge_in
 from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
 from edgevoice.device.runtime.frontend import FrontEnd
 from edgevoice.device.runtime.state import ListenMode, State
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
-from edgevoice.device.sdnotify import Notifier
-from edgevoice.device.speaking import build_synthesizer, reply_speaker
+from edgevoice.device.system.logs import scrub_secrets
+from edgevoice.device.system.sdnotify import Notifier
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -145,8 +145,8 @@ class Daemon(DeviceActions):
         # cost lands on the first turn.
         await asyncio.to_thread(_warm_up, synthesizer, front)
         # Memory: give the heap freed while loading and warming the engines back to the OS
-        # (malloc_trim, ~-25 MB; see device/memory.py and docs/runtime.md "Memory").
-        from edgevoice.device.memory import release_memory
+        # (malloc_trim, ~-25 MB; see device/system/memory.py and docs/runtime.md "Memory").
+        from edgevoice.device.system.memory import release_memory
 
         await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
@@ -263,7 +263,7 @@ class Daemon(DeviceActions):
             self._open_ring(factory)
 
     def _open_ring(self, factory: Any) -> None:
-        from edgevoice.device.ledring import LedRing
+        from edgevoice.device.hardware.ledring import LedRing
 
         gpio = self.config.gpio
         try:
@@ -345,7 +345,7 @@ class Daemon(DeviceActions):
             self._spawn(self.conversation.reset())
 
     async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
-        from edgevoice.device.gpio_outputs import drive_output
+        from edgevoice.device.hardware.gpio_outputs import drive_output
 
         return await drive_output(self._outputs, output, on, self._pin_factory)
 
@@ -513,8 +513,8 @@ class FleetCommands:
 
 def build_front_end(config: Config) -> FrontEnd:
     """The echo canceller and the hearing pipeline from config (loads the models)."""
-    from edgevoice.device.aec_setup import build_canceller
-    from edgevoice.device.hearing import build_listener
+    from edgevoice.device.assembly.echo import build_canceller
+    from edgevoice.device.assembly.hearing import build_listener
 
     canceller = build_canceller(config.aec)
     # The canceller's output lags the microphone (edgevoice's suppressor: one period);

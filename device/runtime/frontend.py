@@ -23,8 +23,8 @@ import numpy as np
 from edgevoice.audio.aec.base import PERIOD_SAMPLES as AEC_PERIOD
 from edgevoice.audio.aec.base import AecStats, EchoCanceller
 from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs, unchanging
-from edgevoice.audio.listener import HearingEvent, Listener, PartialTranscript
-from edgevoice.audio.vad import VadWindow, VoiceActivity
+from edgevoice.audio.hearing.listener import HearingEvent, Listener, PartialTranscript
+from edgevoice.audio.hearing.vad import VadWindow, VoiceActivity
 from edgevoice.device.runtime.bargein import BargeIn, BargeInMonitor
 
 Control = Callable[[Listener], list[HearingEvent]]

@@ -23,21 +23,21 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from edgevoice.audio.bargein import BargeInSettings
-from edgevoice.audio.endpoint import EndpointSettings
-from edgevoice.audio.listener import ButtonMode, HearingEvent, Listener
-from edgevoice.audio.vad import QuietGate
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.device.aec_setup import barge_in_settings
+from edgevoice.audio.hearing.bargein import BargeInSettings
+from edgevoice.audio.hearing.endpoint import EndpointSettings
+from edgevoice.audio.hearing.listener import ButtonMode, HearingEvent, Listener
+from edgevoice.audio.hearing.vad import QuietGate
+from edgevoice.audio.hearing.vad_energy import EnergyVad
 from edgevoice.device.agents import AgentClient
+from edgevoice.device.assembly.echo import barge_in_settings
+from edgevoice.device.assembly.hearing import endpoint_settings
+from edgevoice.device.assembly.speaking import apply_splitting
 from edgevoice.device.config import Config
 from edgevoice.device.config.fields import check_of
 from edgevoice.device.config.sections.echo import BargeInConfig
 from edgevoice.device.events import EventType
-from edgevoice.device.hearing import endpoint_settings
 from edgevoice.device.runtime.bargein import BargeInMonitor
 from edgevoice.device.runtime.state import State
-from edgevoice.device.speaking import apply_splitting
 
 if TYPE_CHECKING:
     from edgevoice.device.runtime.daemon import Daemon
@@ -117,7 +117,7 @@ def _splitting(daemon: Daemon, old: Config, new: Config) -> None:
 
 
 def _earcons(daemon: Daemon, old: Config, new: Config) -> None:
-    from edgevoice.audio.earcons import Earcon
+    from edgevoice.audio.speaking.earcons import Earcon
     from edgevoice.device.runtime.daemon import enabled_earcons
 
     if daemon.conversation is not None:

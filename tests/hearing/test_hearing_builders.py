@@ -1,4 +1,4 @@
-"""Config → hearing engines (device/hearing.py) and ``edgevoice transcribe``, on real models."""
+"""Config → hearing engines (device/assembly/hearing.py) and ``edgevoice transcribe``, on real models."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from support.hearing_audio import piper_speech
 
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.listener import ButtonMode, ListenMode
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.audio.vad_silero import SileroVad
-from edgevoice.audio.wavio import write_wav
-from edgevoice.device import hearing
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.listener import ButtonMode, ListenMode
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.audio.io.wav import write_wav
+from edgevoice.device.assembly import hearing
 from edgevoice.device.cli import main
 from edgevoice.device.config import ConfigError
 from edgevoice.device.config.loader import build_config
@@ -37,7 +37,7 @@ def config(**sections: dict[str, object]) -> Config:
 def test_auto_asr_falls_back_to_pocketsphinx_for_english_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="edgevoice.device.hearing"):
+    with caplog.at_level(logging.WARNING, logger="edgevoice.device.assembly.hearing"):
         loc = hearing.choose_asr_model(AsrConfig(), "en")
         again = hearing.choose_asr_model(AsrConfig(), "en-US")
     assert loc.engine == again.engine == "pocketsphinx"
@@ -125,7 +125,7 @@ def test_build_listener_from_config() -> None:
 def _wav(tmp_path: Path, text: str) -> Path:
     # Written at 22.05 kHz stereo: transcribe converts at the edge.
     speech = np.concatenate([np.zeros(4000, np.int16), piper_speech(text), np.zeros(4000, np.int16)])
-    from edgevoice.audio.resample import resample
+    from edgevoice.audio.io.resample_soxr import resample
 
     wide = resample(speech, 16000, 22050)
     path = tmp_path / "speech.wav"
@@ -162,8 +162,8 @@ def test_transcribe_reports_missing_models(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_hearing_events_name_bus_events_and_serialise() -> None:
-    from edgevoice.audio.asr import Word
-    from edgevoice.audio.listener import (
+    from edgevoice.audio.hearing.asr import Word
+    from edgevoice.audio.hearing.listener import (
         FinalTranscript,
         PartialTranscript,
         SpeechStarted,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgevoice.audio.endpoint import (
+from edgevoice.audio.hearing.endpoint import (
     Endpointer,
     EndpointSettings,
     EndpointState,
@@ -42,7 +42,7 @@ class Stream:
             self.collect(self.ep.push(pcm, speech))
 
     def collect(self, step: object) -> None:
-        from edgevoice.audio.endpoint import EndpointStep
+        from edgevoice.audio.hearing.endpoint import EndpointStep
         assert isinstance(step, EndpointStep)
         if len(step.turn_audio):
             self.turn_audio.append(step.turn_audio)

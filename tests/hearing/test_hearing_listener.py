@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from support.hearing_audio import frames, piper_speech, place
 
-from edgevoice.audio.asr import AsrEngine, AsrResult, AsrSession, make_result
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.endpoint import EndpointSettings
 from edgevoice.audio.frames import Pcm
-from edgevoice.audio.listener import (
+from edgevoice.audio.hearing.asr import AsrEngine, AsrResult, AsrSession, make_result
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.endpoint import EndpointSettings
+from edgevoice.audio.hearing.listener import (
     ButtonMode,
     FinalTranscript,
     HearingEvent,
@@ -24,9 +24,9 @@ from edgevoice.audio.listener import (
     TurnDiscarded,
     WakeWordDetected,
 )
-from edgevoice.audio.vad import QuietGate, VoiceActivity
-from edgevoice.audio.vad_silero import SileroVad
-from edgevoice.audio.wakeword import WakeWordDetection, WakeWordDetector
+from edgevoice.audio.hearing.vad import QuietGate, VoiceActivity
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.audio.hearing.wakeword import WakeWordDetection, WakeWordDetector
 from edgevoice.models import ModelKind, resolve_model
 
 COMMANDS = ("turn on the light", "turn off the light", "what is the time", "play some music")

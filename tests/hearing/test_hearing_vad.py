@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from support.hearing_audio import frames, noise, piper_speech, place, rms_dbfs
 
-from edgevoice.audio.endpoint import Endpointer, EndpointSettings, EndReason, SpeechStart, TurnEnd
-from edgevoice.audio.vad import QuietGate, SpeechGate, VoiceActivity
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.audio.hearing.endpoint import Endpointer, EndpointSettings, EndReason, SpeechStart, TurnEnd
+from edgevoice.audio.hearing.vad import QuietGate, SpeechGate, VoiceActivity
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model
 
 SENTENCES = (

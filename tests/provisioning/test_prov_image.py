@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgevoice.device.cli import main
-from edgevoice.device.profiles import PROFILES, Hardware, read_hardware, suggest
+from edgevoice.device.hardware.profiles import PROFILES, Hardware, read_hardware, suggest
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = REPO / "image"

@@ -14,9 +14,9 @@ from gpiozero.pins.mock import MockFactory
 from support.agent_server import example_server
 from support.device_harness import WAKE_PHRASE, running_device
 
-from edgevoice.audio.wavio import read_wav
+from edgevoice.audio.io.wav import read_wav
 from edgevoice.device.events import EventType
-from edgevoice.device.sdnotify import Notifier
+from edgevoice.device.system.sdnotify import Notifier
 
 
 @pytest.mark.parametrize("shape", ["sse", "text", "json"])

@@ -6,7 +6,7 @@ import numpy as np
 from support.hearing_audio import frames, noise, piper_speech
 
 from edgevoice.audio.frames import DuplexFrame, Pcm
-from edgevoice.audio.listener import SpeechStarted
+from edgevoice.audio.hearing.listener import SpeechStarted
 from edgevoice.device.config.loader import build_config
 from edgevoice.device.runtime.daemon import build_front_end
 from edgevoice.device.runtime.frontend import FrontEnd
@@ -58,7 +58,7 @@ def test_turns_carry_the_cancellers_linear_output() -> None:
 
 
 def test_while_the_device_speaks_the_recognizer_waits_for_the_barge_in_decision() -> None:
-    from edgevoice.audio.bargein import BargeInDetector, BargeInSettings
+    from edgevoice.audio.hearing.bargein import BargeInDetector, BargeInSettings
     from edgevoice.device.runtime.bargein import BargeInMonitor
 
     front = build_front_end(build_config([("test", {"asr": {"engine": "pocketsphinx"}})]))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from support.device_harness import running_device
 
-from edgevoice.audio.earcons import Earcon
-from edgevoice.audio.listener import ButtonMode, ListenMode
+from edgevoice.audio.hearing.listener import ButtonMode, ListenMode
+from edgevoice.audio.speaking.earcons import Earcon
 from edgevoice.device.agents.agent_http import HttpAgentClient
 from edgevoice.device.agents.base import Exchange
 from edgevoice.device.events import EventType

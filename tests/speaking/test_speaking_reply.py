@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from support.speaking import PERIOD, PlaybackDriver, piper_engine, stream_text
 
-from edgevoice.audio.heard import heard_text
-from edgevoice.audio.speaker import Speaker
-from edgevoice.audio.tts import Synthesizer
+from edgevoice.audio.speaking.heard import heard_text
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.audio.speaking.tts import Synthesizer
 from edgevoice.device.events import Event, EventBus
-from edgevoice.device.speaking import ReplySpeaker, ReplyStatus
+from edgevoice.device.speaking.reply import ReplySpeaker, ReplyStatus
 
 SENTENCES = [
     "The weather today is sunny and warm.",
