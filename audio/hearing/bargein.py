@@ -71,7 +71,7 @@ class After(StrEnum):
 @dataclass(frozen=True, slots=True)
 class BargeInSettings:
     enabled: bool = True
-    min_speech_ms: int = 200
+    min_speech_ms: int = 150  # [barge_in] min_speech_ms: what the daemon runs with
     min_words: int = 0
     vad_threshold: float = 0.5
     margin_db: float = 6.0

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -60,11 +61,20 @@ class EndpointSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class SpeechStart:
-    """Speech began at ``start_s`` (audio clock); it was certain at ``detected_s``."""
+class SpeechStarted:
+    """Speech began at ``start_s``; it was certain at ``detected_s``.
 
+    The one "speech started" of the whole device: the endpointer's step (on its own
+    clock, samples pushed), the listener's event (re-stamped onto the audio clock), the
+    bus event ``input.speech.started`` and the state machine's speech input."""
+
+    type: ClassVar[str] = "input.speech.started"
     start_s: float
     detected_s: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The bus event's fields (``audio_s`` on the audio clock)."""
+        return {"audio_s": round(self.start_s, 3)}
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -82,7 +92,7 @@ class TurnEnd:
     audio: Pcm = field(repr=False)
 
 
-EndpointEvent = SpeechStart | TurnEnd
+EndpointEvent = SpeechStarted | TurnEnd
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -213,7 +223,7 @@ class Endpointer:
                     self._run_start, self._run = start, 0
                 self._run += n
                 if self._run >= self._min_speech:
-                    events.append(SpeechStart(self._s(self._run_start), self._s(self._pos)))
+                    events.append(SpeechStarted(self._s(self._run_start), self._s(self._pos)))
                     audio = self._history_audio(self._run_start - self._pre_roll)
                     self._turn_audio_start = self._pos - len(audio)
                     self._turn_chunks = [audio]
@@ -234,7 +244,7 @@ class Endpointer:
                     self._run_start = counted_from
                 self._run += self._pos - counted_from
                 if self._run >= self._min_speech:
-                    events.append(SpeechStart(self._s(self._run_start), self._s(self._pos)))
+                    events.append(SpeechStarted(self._s(self._run_start), self._s(self._pos)))
                     self._enter_speech(self._run_start)
             else:
                 self._run = 0

@@ -3,11 +3,11 @@
 :class:`Listener` chains the VAD, the endpointer, the wake word detector and the
 ASR engine. It is synchronous and has no clock of its own: time is the audio clock
 (samples fed, plus ``origin_s``), so it runs in whatever thread feeds it and is
-tested by feeding it audio. The runtime turns its events into bus events
-(``bus.emit(e.event_type, **e.payload())``):
+tested by feeding it audio. Each event knows its bus ``type`` and its fields
+(``as_dict()``), and the runtime publishes it as it is (``bus.announce(event)``):
 
 =========================  ===========================
-``SpeechStarted``          ``input.speech.started``
+``SpeechStarted``          ``input.speech.started`` (the endpointer's, on the audio clock)
 ``SpeechStopped``          ``input.speech.stopped``
 ``WakeWordDetected``       ``input.wake_word``
 ``PartialTranscript``      ``transcript.user.delta``
@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -48,9 +47,10 @@ from edgevoice.audio.hearing.endpoint import (
     EndpointState,
     EndpointStep,
     EndReason,
-    SpeechStart,
+    SpeechStarted,
     TurnEnd,
 )
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.wakeword import WakeWordDetection, WakeWordDetector
 
@@ -62,70 +62,48 @@ _LOGGER = logging.getLogger(__name__)
 WAKE_CONTEXT_S = 0.3
 
 
-class ListenMode(StrEnum):
-    ALWAYS = "always"
-    WAKEWORD = "wakeword"
-    BUTTON = "button"
-
-
-class ButtonMode(StrEnum):
-    HOLD = "hold"  # talk while the button is held
-    PRESS = "press"  # press to start; the VAD (or another press) ends the turn
-
-
-@dataclass(frozen=True, slots=True)
-class SpeechStarted:
-    event_type: ClassVar[str] = "input.speech.started"
-    t: float
-
-    def payload(self) -> dict[str, Any]:
-        """The bus event's data (``audio_s`` on the audio clock)."""
-        return {"audio_s": round(self.t, 3)}
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class SpeechStopped:
     """Speech ended at ``t``; ``audio`` is the whole turn from ``audio_start`` (pre-roll
     included) to ``detected``; ``reason`` is an :class:`EndReason`."""
 
-    event_type: ClassVar[str] = "input.speech.stopped"
+    type: ClassVar[str] = "input.speech.stopped"
     t: float
     reason: str
     detected: float
     audio_start: float
     audio: Pcm = field(repr=False)
 
-    def payload(self) -> dict[str, Any]:
-        return {"audio_s": round(self.t, 3), "reason": self.reason,
-                "detected_audio_s": round(self.detected, 3)}
+    def as_dict(self) -> dict[str, Any]:
+        return {"audio_s": round(self.t, 3), "detected_s": round(self.detected, 3), "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)
 class WakeWordDetected:
-    event_type: ClassVar[str] = "input.wake_word"
+    type: ClassVar[str] = "input.wake_word"
     t: float
     name: str
     probability: float = 0.0
 
-    def payload(self) -> dict[str, Any]:
-        return {"audio_s": round(self.t, 3), "name": self.name, "probability": round(self.probability, 3)}
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "audio_s": round(self.t, 3), "probability": round(self.probability, 3)}
 
 
 @dataclass(frozen=True, slots=True)
 class PartialTranscript:
-    event_type: ClassVar[str] = "transcript.user.delta"
+    type: ClassVar[str] = "transcript.user.delta"
     text: str
     t: float = 0.0
 
-    def payload(self) -> dict[str, Any]:
-        return {"text": self.text, "audio_s": round(self.t, 3)}
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
 
 
 @dataclass(frozen=True, slots=True)
 class FinalTranscript:
     """Word times are on the audio clock; ``start``/``end`` bound the speech."""
 
-    event_type: ClassVar[str] = "transcript.user"
+    type: ClassVar[str] = "transcript.user"
     text: str
     words: tuple[Word, ...]
     low_confidence: bool
@@ -133,10 +111,10 @@ class FinalTranscript:
     end: float
     confidence: float = 1.0
 
-    def payload(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {"text": self.text, "words": [w.as_dict() for w in self.words],
                 "low_confidence": self.low_confidence, "confidence": round(self.confidence, 3),
-                "audio_s": round(self.start, 3), "end_audio_s": round(self.end, 3)}
+                "start_s": round(self.start, 3), "end_s": round(self.end, 3)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +122,11 @@ class TurnDiscarded:
     """A turn that goes nowhere: ``no_speech`` (opened, nobody spoke), ``no_words``
     (the ASR heard nothing), ``disabled`` (listening was switched off mid-turn)."""
 
-    event_type: ClassVar[str] = "input.turn.discarded"
+    type: ClassVar[str] = "input.turn.discarded"
     reason: str
     t: float = 0.0
 
-    def payload(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return {"reason": self.reason, "audio_s": round(self.t, 3)}
 
 
@@ -357,8 +335,9 @@ class Listener:
 
     def _handle(self, step: EndpointStep, events: list[HearingEvent]) -> None:
         for event in step.events:
-            if isinstance(event, SpeechStart):
-                events.append(SpeechStarted(self.origin_s + event.start_s))
+            if isinstance(event, SpeechStarted):
+                events.append(replace(event, start_s=self.origin_s + event.start_s,
+                                      detected_s=self.origin_s + event.detected_s))
                 self._follow_up_until = None  # a follow-up window admits one turn
                 self._begin_session()
         audio = step.turn_audio

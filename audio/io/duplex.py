@@ -62,8 +62,8 @@ from edgevoice.audio.speaking.playback import Speaker
 
 _LOGGER = logging.getLogger(__name__)
 
-# Event types (the same strings as edgevoice.device.events.EventType; audio/ does not
-# import device/).
+# The duplex loop's event types, defined here (edgevoice.device.events.EventType names
+# these constants; audio/ does not import device/).
 EVENT_DEVICE_LOST = "audio.device_lost"
 EVENT_DEVICE_RESTORED = "audio.device_restored"
 EVENT_XRUN = "audio.xrun"

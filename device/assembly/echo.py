@@ -1,16 +1,25 @@
-"""Build the echo canceller and the barge-in detector the configuration names.
+"""Config → the echo canceller and barge-in: ``[aec]`` and ``[barge_in]`` read once, here.
 
-    aec = build_canceller(config.aec)              # EchoCanceller
-    detector = build_barge_in(config.barge_in)     # BargeInDetector
+    aec = build_canceller(config.aec)                               # EchoCanceller
+    monitor = build_barge_in(config.barge_in, aec, on_mode, vad)    # BargeInMonitor
 
-Only plain parameters go down into :mod:`edgevoice.audio`.
+:func:`barge_in_settings` is the one translation of ``[barge_in]`` into the pure
+detector's :class:`~edgevoice.audio.hearing.bargein.BargeInSettings` (live reload uses
+it too). Only plain parameters go down into :mod:`edgevoice.audio`.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from edgevoice.audio.aec import EchoCanceller, create_canceller
-from edgevoice.audio.hearing.bargein import BargeInDetector, BargeInSettings, SafeMode
+from edgevoice.audio.hearing.bargein import BargeInDetector, BargeInSettings, Mode, SafeMode
+from edgevoice.audio.hearing.vad import VadEngine, VadError
 from edgevoice.device.config.schema import AecConfig, BargeInConfig
+from edgevoice.device.runtime.bargein import BargeInMonitor
+
+_LOGGER = logging.getLogger(__name__)
 
 
 def build_canceller(aec: AecConfig, engine: str | None = None) -> EchoCanceller:
@@ -40,5 +49,18 @@ def barge_in_settings(barge_in: BargeInConfig) -> BargeInSettings:
     )
 
 
-def build_barge_in(barge_in: BargeInConfig) -> BargeInDetector:
-    return BargeInDetector(barge_in_settings(barge_in))
+def build_barge_in(config: BargeInConfig, canceller: EchoCanceller | None,
+                   on_mode: Callable[[Mode], None] | None = None,
+                   listener_vad: VadEngine | None = None) -> BargeInMonitor:
+    """The monitor; with ``[barge_in] vad_signal = "linear"`` it scores the canceller's
+    linear output on a second stream of ``listener_vad`` (the listener's engine)."""
+    has_reference = canceller is not None and canceller.name != "none"
+    origin_s = -canceller.latency_ms / 1000.0 if canceller is not None else 0.0
+    linear_vad: VadEngine | None = None
+    if config.vad_signal == "linear" and listener_vad is not None:
+        try:
+            linear_vad = listener_vad.another_stream()
+        except VadError as err:
+            _LOGGER.info("barge-in VAD on the canceller's output, not its linear output: %s", err)
+    detector = BargeInDetector(barge_in_settings(config))
+    return BargeInMonitor(detector, has_reference, on_mode, origin_s, linear_vad)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from edgevoice.audio.hearing.asr import AsrEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.listener import ButtonMode, Listener, ListenMode
+from edgevoice.audio.hearing.listener import Listener
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
 from edgevoice.audio.hearing.vad import QuietGate, VadEngine, VoiceActivity
 from edgevoice.audio.hearing.wakeword import WakeWordDetector
 from edgevoice.device.config import Config, ConfigError

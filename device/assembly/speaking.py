@@ -3,14 +3,14 @@
 :func:`build_synthesizer` loads the configured piper voice; :func:`reply_speaker`
 makes the :class:`~edgevoice.device.speaking.reply.ReplySpeaker` with the section's
 splitter limits and the idle memory release; :func:`apply_splitting` is the live
-reload of those limits.
+reload of those limits; :func:`enabled_earcons` reads ``[earcons]``.
 """
 
 from __future__ import annotations
 
 from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.audio.speaking.tts import Synthesizer
-from edgevoice.device.config.schema import TtsConfig
+from edgevoice.device.config.schema import EarconsConfig, TtsConfig
 from edgevoice.device.events import EventBus
 from edgevoice.device.speaking.reply import ReplySpeaker
 from edgevoice.device.system.memory import IdleRelease
@@ -43,3 +43,8 @@ def apply_splitting(replies: ReplySpeaker, tts: TtsConfig) -> None:
     replies.max_chars = tts.max_sentence_chars
     replies.first_phrase_chars = tts.first_phrase_chars
     replies.sentence_gap_ms = tts.sentence_gap_ms
+
+
+def enabled_earcons(earcons: EarconsConfig) -> list[str]:
+    """The earcons ``[earcons]`` switches on."""
+    return [name for name in ("wake", "listening", "thinking", "error", "reset") if getattr(earcons, name)]

@@ -22,24 +22,26 @@ from pathlib import Path
 from typing import Any
 
 from edgevoice import __version__
+from edgevoice.audio.hearing.modes import ListenMode
 from edgevoice.audio.io.backend import AudioBackend
 from edgevoice.audio.io.duplex import DuplexLoop
 from edgevoice.audio.speaking.earcons import Earcons
 from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
 from edgevoice.device.assembly.audio_io import open_backend
-from edgevoice.device.assembly.speaking import build_synthesizer, reply_speaker
+from edgevoice.device.assembly.conversation import button_settings, conversation_settings
+from edgevoice.device.assembly.echo import build_barge_in
+from edgevoice.device.assembly.speaking import build_synthesizer, enabled_earcons, reply_speaker
 from edgevoice.device.config import Config, LoadedConfig, load_config, revision, to_dict
 from edgevoice.device.config.loader import default_paths, secret_values
 from edgevoice.device.config.schema import GpioOutputConfig
 from edgevoice.device.events import Event, EventBus, EventType
-from edgevoice.device.hardware.gpio import ButtonEvent, ButtonSettings, LedPattern, StatusLed, open_gpio
+from edgevoice.device.hardware.gpio import ButtonEvent, LedPattern, StatusLed, open_gpio
 from edgevoice.device.hardware.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
-from edgevoice.device.runtime.bargein import build_barge_in
-from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
+from edgevoice.device.runtime.conversation import Conversation
 from edgevoice.device.runtime.frontend import FrontEnd
-from edgevoice.device.runtime.state import ListenMode, State
+from edgevoice.device.runtime.state import State
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.system.logs import scrub_secrets
 from edgevoice.device.system.sdnotify import Notifier
@@ -54,17 +56,6 @@ LED_FOR_STATE = {
     State.MUTED: LedPattern.MUTED,
 }
 RESTART_EXIT_CODE = 75  # EX_TEMPFAIL: systemd's Restart=on-failure starts us again
-
-
-def conversation_settings(config: Config) -> ConversationSettings:
-    return ConversationSettings(
-        mode=ListenMode(config.listen.mode),
-        push_to_talk=config.listen.button_mode == "hold",
-        follow_up_s=config.listen.follow_up_s,
-        session_idle_reset_s=config.conversation.session_idle_reset_s,
-        failure_phrase=config.conversation.failure_phrase,
-        log_transcripts=config.conversation.log_transcripts,
-    )
 
 
 class Daemon(DeviceActions):
@@ -150,7 +141,7 @@ class Daemon(DeviceActions):
 
         await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
-        earcons = Earcons(self.speaker, enabled_earcons(config), config.earcons.level)
+        earcons = Earcons(self.speaker, enabled_earcons(config.earcons), config.earcons.level)
         self.agent = build_agent(config, self)
         self.conversation = Conversation(
             bus=self.bus,
@@ -245,8 +236,7 @@ class Daemon(DeviceActions):
             return
         button = None
         if gpio.button_pin >= 0:
-            button = ButtonSettings(gpio.button_pin, gpio.button_pull_up, gpio.bounce_ms,
-                                    gpio.reset_hold_s, gpio.double_press_ms)
+            button = button_settings(gpio)
         factory = self._pin_factory or _named_pin_factory(gpio.pin_factory)
         opened = open_gpio(button, gpio.led_pin if gpio.led_pin >= 0 else None, self._on_button, loop,
                            led_brightness=gpio.led_brightness, pin_factory=factory)
@@ -527,11 +517,6 @@ def _warm_up(synthesizer: Any, front: FrontEnd) -> None:
     asr = front.listener.asr
     if asr is not None:
         asr.warm_up(audio.pcm)
-
-
-def enabled_earcons(config: Config) -> list[str]:
-    earcons = config.earcons
-    return [name for name in ("wake", "listening", "thinking", "error", "reset") if getattr(earcons, name)]
 
 
 def _named_pin_factory(name: str) -> Any:

@@ -25,13 +25,16 @@ from typing import TYPE_CHECKING
 
 from edgevoice.audio.hearing.bargein import BargeInSettings
 from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.listener import ButtonMode, HearingEvent, Listener
+from edgevoice.audio.hearing.listener import HearingEvent, Listener
+from edgevoice.audio.hearing.modes import ButtonMode
 from edgevoice.audio.hearing.vad import QuietGate
 from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.speaking.earcons import Earcon
 from edgevoice.device.agents import AgentClient
+from edgevoice.device.assembly.conversation import conversation_settings
 from edgevoice.device.assembly.echo import barge_in_settings
 from edgevoice.device.assembly.hearing import endpoint_settings
-from edgevoice.device.assembly.speaking import apply_splitting
+from edgevoice.device.assembly.speaking import apply_splitting, enabled_earcons
 from edgevoice.device.config import Config
 from edgevoice.device.config.fields import check_of
 from edgevoice.device.config.sections.echo import BargeInConfig
@@ -101,8 +104,6 @@ def _volume(daemon: Daemon, old: Config, new: Config) -> None:
 
 
 def _conversation(daemon: Daemon, old: Config, new: Config) -> None:
-    from edgevoice.device.runtime.daemon import conversation_settings
-
     conversation = daemon.conversation
     if conversation is None:
         return
@@ -117,12 +118,9 @@ def _splitting(daemon: Daemon, old: Config, new: Config) -> None:
 
 
 def _earcons(daemon: Daemon, old: Config, new: Config) -> None:
-    from edgevoice.audio.speaking.earcons import Earcon
-    from edgevoice.device.runtime.daemon import enabled_earcons
-
     if daemon.conversation is not None:
         earcons = daemon.conversation.earcons
-        earcons.enabled = frozenset(Earcon(name) for name in enabled_earcons(new))
+        earcons.enabled = frozenset(Earcon(name) for name in enabled_earcons(new.earcons))
         earcons.level = new.earcons.level
 
 

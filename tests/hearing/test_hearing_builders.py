@@ -11,7 +11,7 @@ import pytest
 from support.hearing_audio import piper_speech
 
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.hearing.listener import ButtonMode, ListenMode
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
 from edgevoice.audio.hearing.vad_energy import EnergyVad
 from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.audio.io.wav import write_wav
@@ -163,10 +163,10 @@ def test_transcribe_reports_missing_models(tmp_path: Path, capsys: pytest.Captur
 
 def test_hearing_events_name_bus_events_and_serialise() -> None:
     from edgevoice.audio.hearing.asr import Word
+    from edgevoice.audio.hearing.endpoint import SpeechStarted
     from edgevoice.audio.hearing.listener import (
         FinalTranscript,
         PartialTranscript,
-        SpeechStarted,
         SpeechStopped,
         TurnDiscarded,
         WakeWordDetected,
@@ -174,14 +174,24 @@ def test_hearing_events_name_bus_events_and_serialise() -> None:
     from edgevoice.device.events import Event, EventType
 
     samples = [
-        SpeechStarted(1.0),
+        SpeechStarted(1.0, 1.1),
         SpeechStopped(2.0, "silence", 2.6, 0.7, np.zeros(10, np.int16)),
         WakeWordDetected(0.5, "okay_nabu", 0.9),
         PartialTranscript("turn on", 1.5),
         FinalTranscript("turn on", (Word("turn", 0.9, 1.0, 1.2), Word("on", 0.8, 1.2, 1.4)), False, 1.0, 1.4),
         TurnDiscarded("no_words", 2.6),
     ]
+    # The fields the runtime publishes (docs/events.md), from the events themselves.
+    assert [(str(EventType(e.type)), list(e.as_dict())) for e in samples] == [
+        ("input.speech.started", ["audio_s"]),
+        ("input.speech.stopped", ["audio_s", "detected_s", "reason"]),
+        ("input.wake_word", ["name", "audio_s", "probability"]),
+        ("transcript.user.delta", ["text"]),
+        ("transcript.user", ["text", "words", "low_confidence", "confidence", "start_s", "end_s"]),
+        ("input.turn.discarded", ["reason", "audio_s"]),
+    ]
     for event in samples:
-        bus_event = Event(EventType(event.event_type), event.payload())
+        bus_event = Event(event.type, event.as_dict())
         json.dumps(bus_event.as_dict())  # JSON-serialisable, as the bus requires
-    assert samples[4].payload()["words"][1] == {"word": "on", "conf": 0.8, "start": 1.2, "end": 1.4}
+    assert samples[1].as_dict() == {"audio_s": 2.0, "detected_s": 2.6, "reason": "silence"}
+    assert samples[4].as_dict()["words"][1] == {"word": "on", "conf": 0.8, "start": 1.2, "end": 1.4}

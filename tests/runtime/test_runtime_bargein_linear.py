@@ -16,8 +16,9 @@ from edgevoice.audio.hearing.bargein import BargeInDetector, BargeInSettings
 from edgevoice.audio.hearing.vad import VadEngine, VadWindow
 from edgevoice.audio.hearing.vad_energy import EnergyVad
 from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.device.assembly.echo import build_barge_in
 from edgevoice.device.config.schema import BargeInConfig
-from edgevoice.device.runtime.bargein import BargeInMonitor, build_barge_in
+from edgevoice.device.runtime.bargein import BargeInMonitor
 from edgevoice.models import ModelKind, resolve_model
 
 WINDOW = 512

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from support.device_harness import running_device
 
-from edgevoice.audio.hearing.listener import ButtonMode, ListenMode
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
 from edgevoice.audio.speaking.earcons import Earcon
 from edgevoice.device.agents.agent_http import HttpAgentClient
 from edgevoice.device.agents.base import Exchange
