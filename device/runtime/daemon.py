@@ -4,8 +4,9 @@
 audio devices, tells systemd it is ready (``READY=1``) once they are open, pings
 the watchdog from the event loop, shuts down cleanly on SIGTERM/SIGINT (reply
 cancelled, devices closed, ``STOPPING=1``) and re-reads its config on SIGHUP,
-applying what it can without a restart. It implements the device side of agent
-tools (:class:`DeviceActions`) and of MQTT fleet commands (``CommandTarget``).
+applying what it can without a restart. What surfaces may ask of it (agent tools, MQTT
+fleet commands) goes through :attr:`Daemon.control`, the one
+:class:`~edgevoice.device.control.DeviceControl` (:mod:`.control`).
 """
 
 from __future__ import annotations
@@ -27,18 +28,18 @@ from edgevoice.audio.io.backend import AudioBackend
 from edgevoice.audio.io.duplex import DuplexLoop
 from edgevoice.audio.speaking.earcons import Earcons
 from edgevoice.audio.speaking.playback import Speaker
-from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
+from edgevoice.device.agents import AgentClient, build_agent
 from edgevoice.device.assembly.audio_io import open_backend
 from edgevoice.device.assembly.conversation import button_settings, conversation_settings
 from edgevoice.device.assembly.echo import build_barge_in
 from edgevoice.device.assembly.speaking import build_synthesizer, enabled_earcons, reply_speaker
-from edgevoice.device.config import Config, LoadedConfig, load_config, revision, to_dict
+from edgevoice.device.config import Config, LoadedConfig
 from edgevoice.device.config.loader import default_paths, secret_values
-from edgevoice.device.config.schema import GpioOutputConfig
 from edgevoice.device.events import Event, EventBus, EventType
 from edgevoice.device.hardware.gpio import ButtonEvent, LedPattern, StatusLed, open_gpio
 from edgevoice.device.hardware.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
+from edgevoice.device.runtime.control import DaemonControl
 from edgevoice.device.runtime.conversation import Conversation
 from edgevoice.device.runtime.frontend import FrontEnd
 from edgevoice.device.runtime.state import State
@@ -58,7 +59,7 @@ LED_FOR_STATE = {
 RESTART_EXIT_CODE = 75  # EX_TEMPFAIL: systemd's Restart=on-failure starts us again
 
 
-class Daemon(DeviceActions):
+class Daemon:
     """One device: audio, hearing, agent, speaking, GPIO, MQTT, systemd."""
 
     def __init__(
@@ -99,6 +100,7 @@ class Daemon(DeviceActions):
         self.mqtt: Any = None
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
+        self.control = DaemonControl(self)
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -142,7 +144,7 @@ class Daemon(DeviceActions):
         await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
         earcons = Earcons(self.speaker, enabled_earcons(config.earcons), config.earcons.level)
-        self.agent = build_agent(config, self)
+        self.agent = build_agent(config, self.control)
         self.conversation = Conversation(
             bus=self.bus,
             front=front,
@@ -226,7 +228,7 @@ class Daemon(DeviceActions):
             self._closers.append(lambda: _remove_signals(loop))
 
     def _reload_soon(self) -> None:
-        self._spawn(self.reload())
+        self._spawn(self.control.reload())
 
     # --- GPIO -------------------------------------------------------------------------
 
@@ -276,7 +278,7 @@ class Daemon(DeviceActions):
             # The running mode: listen.mode changes only with a restart.
             self._spawn(conversation.reset())
         elif event is ButtonEvent.DOUBLE_PRESSED and self.config.gpio.double_press_mutes:
-            self._spawn(self.mute(not conversation.muted))
+            self._spawn(self.control.mute(not conversation.muted))
 
     def _audio_time(self) -> float:
         return self.duplex.audio_time_s if self.duplex is not None else 0.0
@@ -305,7 +307,7 @@ class Daemon(DeviceActions):
         from edgevoice.device.mqtt.bridge import MqttBridge
 
         self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus,
-                               FleetCommands(self), self.telemetry)
+                               self.control, self.telemetry)
         await self.mqtt.start()
 
     def telemetry(self) -> Mapping[str, Any]:
@@ -317,100 +319,6 @@ class Daemon(DeviceActions):
             data["xruns"] = stats.get("overruns", 0) + stats.get("underruns", 0)
             data["audio"] = stats
         return data
-
-    # --- DeviceActions (agent tools) and CommandTarget (fleet commands) ----------------
-
-    async def set_volume(self, level: float) -> float:
-        assert self.speaker is not None
-        self.speaker.volume = level
-        self.bus.emit(EventType.VOLUME_CHANGED, level=self.speaker.volume)
-        return self.speaker.volume
-
-    async def end_conversation(self) -> None:
-        if self.conversation is not None:
-            self.conversation.end_after_reply()
-
-    async def start_over(self) -> None:
-        if self.conversation is not None:
-            self._spawn(self.conversation.reset())
-
-    async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
-        from edgevoice.device.hardware.gpio_outputs import drive_output
-
-        return await drive_output(self._outputs, output, on, self._pin_factory)
-
-    async def say(self, text: str) -> None:
-        if self.conversation is not None:
-            await self.conversation.say(text)
-
-    async def interrupt(self) -> None:
-        if self.conversation is not None:
-            await self.conversation.interrupt()
-
-    async def reset_session(self) -> None:
-        if self.conversation is not None:
-            await self.conversation.reset()
-
-    async def mute(self, mic: bool) -> None:
-        if self.conversation is not None:
-            await self.conversation.set_muted(mic)
-        self.bus.emit(EventType.MIC_MUTED, muted=mic)
-
-    async def get_config(self) -> dict[str, Any]:
-        return to_dict(self.config, redact=True)
-
-    async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
-        from edgevoice.device.config.loader import parse_override, read_toml
-        from edgevoice.device.config.persist import persist_patch
-
-        target = self._writable_config_path()
-        below = [(str(p), read_toml(p)) for p in self._lower_layers(target)]
-        above = [("--set", parse_override(text)) for text in self.overrides]
-        result = await asyncio.to_thread(persist_patch, target, patch, below=below, above=above)
-        self._apply_live(result.config)
-        return {
-            "changed": list(result.changed),
-            "restart_required": result.restart_required,
-            "restart_keys": list(result.restart_keys),
-            "revision": result.revision,
-            "path": str(target),
-        }
-
-    async def reload(self) -> None:
-        self.notifier.reloading()
-        try:
-            loaded = await asyncio.to_thread(load_config, self.config_path, self.overrides)
-        except Exception as err:
-            _LOGGER.error("reload failed, keeping the running config: %s", err)
-            self.bus.emit(EventType.ERROR, source="config", code="config_invalid", message=str(err))
-            return
-        finally:
-            self.notifier.ready()
-        restart = self._apply_live(loaded.config)
-        self.loaded = loaded
-        self.bus.emit(EventType.CONFIG_RELOADED, revision=revision(loaded.config), restart_keys=restart)
-
-    async def restart(self) -> None:
-        self._restart_requested = True
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.5, self.stop)  # let the command's answer go out first
-
-    async def fetch_model(self, name: str) -> dict[str, Any]:
-        from edgevoice.models import fetch_model
-
-        location = await asyncio.to_thread(fetch_model, name, self.config.models.dir or None)
-        return location.as_dict()
-
-    async def state(self) -> dict[str, Any]:
-        conversation = self.conversation
-        return {
-            "state": str(conversation.state) if conversation else "starting",
-            "volume": self.speaker.volume if self.speaker else self.config.audio.volume,
-            "mic_muted": bool(conversation and conversation.muted),
-            "provider": self.config.llm.provider,
-            "session_id": self.agent.session_id if self.agent else None,
-            "config_revision": revision(self.config),
-        }
 
     # --- config -------------------------------------------------------------------------
 
@@ -459,46 +367,6 @@ class Daemon(DeviceActions):
                 _LOGGER.warning("%s %s", event.type, visible.data)
         elif event.type == EventType.AUDIO_DEVICE_RESTORED:
             _LOGGER.info("%s %s", event.type, event.data)
-
-
-class FleetCommands:
-    """The daemon as MQTT fleet commands see it (``CommandTarget``)."""
-
-    def __init__(self, daemon: Daemon) -> None:
-        self._daemon = daemon
-
-    async def say(self, text: str) -> None:
-        await self._daemon.say(text)
-
-    async def interrupt(self) -> None:
-        await self._daemon.interrupt()
-
-    async def reset_session(self) -> None:
-        await self._daemon.reset_session()
-
-    async def set_volume(self, level: float) -> None:
-        await self._daemon.set_volume(level)
-
-    async def mute(self, mic: bool) -> None:
-        await self._daemon.mute(mic)
-
-    async def get_config(self) -> dict[str, Any]:
-        return await self._daemon.get_config()
-
-    async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
-        return await self._daemon.set_config(patch)
-
-    async def reload(self) -> None:
-        await self._daemon.reload()
-
-    async def restart(self) -> None:
-        await self._daemon.restart()
-
-    async def fetch_model(self, name: str) -> dict[str, Any]:
-        return await self._daemon.fetch_model(name)
-
-    async def state(self) -> dict[str, Any]:
-        return await self._daemon.state()
 
 
 def build_front_end(config: Config) -> FrontEnd:

@@ -137,7 +137,7 @@ def _agent(daemon: Daemon, old: Config, new: Config) -> None:
     from edgevoice.device.agents import build_agent
 
     try:
-        agent = build_agent(new, daemon)
+        agent = build_agent(new, daemon.control)
     except Exception as err:
         _LOGGER.error("reload: the agent settings were not applied, keeping the running agent: %s", err)
         daemon.bus.emit(EventType.ERROR, source="config", code="agent_config_invalid", message=str(err))
