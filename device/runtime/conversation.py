@@ -41,7 +41,7 @@ from edgevoice.audio.hearing.modes import ListenMode
 from edgevoice.audio.speaking.earcons import Earcon, Earcons
 from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.agents import AgentClient, UserTurn
-from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.events import EventBus, EventType
 from edgevoice.device.runtime.bargein import BargeInMonitor
 from edgevoice.device.runtime.frontend import FrameSource, FrontEnd, FrontEndThread, FrontResult
 from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
@@ -63,6 +63,7 @@ class Turn:
     accepted: bool = True  # False: began while the device spoke, not (yet) a barge-in
     barge_in: bool = False  # this turn interrupted the previous reply
     text: str = ""
+    outcome: ReplyOutcome | None = None  # how its reply ended (the speaker hands it back)
 
 
 @dataclass(slots=True)
@@ -126,7 +127,6 @@ class Conversation:
         self._last_activity = time.monotonic()
         self._last_frame_error = float("-inf")
         self._background: set[asyncio.Task[Any]] = set()
-        self._unsubscribe = bus.subscribe(self._on_bus_event)
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -182,7 +182,6 @@ class Conversation:
             await self._cancel_reply(reason="shutdown")
         for task in list(self._background):
             await cancel_task(task)
-        self._unsubscribe()
         self.front.close()
 
     def context(self, *, listener_opened: bool = False) -> Context:
@@ -446,7 +445,9 @@ class Conversation:
             await self.feed(Input.REPLY_FAILED)
 
     async def _reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool) -> None:
-        outcome = await self.replies.speak(deltas, turn.timeline.turn_id)
+        outcome = await self.replies.speak(deltas, turn.timeline.turn_id,
+                                           on_started=lambda: self._reply_audio_started(turn),
+                                           on_outcome=lambda ended: setattr(turn, "outcome", ended))
         self._mark_reply(turn, outcome)
         if record:
             self.agent.record_reply(heard_text=outcome.heard_text, interrupted=False)
@@ -476,8 +477,8 @@ class Conversation:
         # not the end of the reply task's cancellation (which may wait on TTS), is the stop.
         stopped = self.clock.now() + self.speaker.pending_samples() / 16000.0
         await cancel_task(task)
-        outcome = self.replies.last_outcome
-        if turn is None or outcome is None or outcome.utterance_id != turn.timeline.turn_id:
+        outcome = turn.outcome if turn is not None else None
+        if turn is None or outcome is None:
             return
         self._interrupted = outcome
         self._reply_ended_at = self.clock.now()
@@ -515,14 +516,10 @@ class Conversation:
         self.last_metrics = data
         self.bus.emit(EventType.METRICS_TURN, **data)
 
-    def _on_bus_event(self, event: Event) -> None:
-        turn = self._reply_turn
-        if (
-            event.type == EventType.REPLY_STARTED
-            and turn is not None
-            and event.data.get("utterance_id") == turn.timeline.turn_id
-            and self.state is State.THINKING
-        ):
+    def _reply_audio_started(self, turn: Turn) -> None:
+        """The reply's first sample left the loudspeaker (the speaker says so, right after
+        ``reply.started``): thinking → speaking."""
+        if turn is self._reply_turn and self.state is State.THINKING:
             task = asyncio.ensure_future(self.feed(Input.REPLY_AUDIO_STARTED))
             self._background.add(task)
             task.add_done_callback(self._background.discard)

@@ -3,10 +3,12 @@
 Usage (one reply is one task; barge-in cancels it)::
 
     speaking = ReplySpeaker(speaker, synthesizer, bus)
-    task = asyncio.create_task(speaking.speak(agent_deltas, utterance_id="turn-7"))
+    task = asyncio.create_task(speaking.speak(agent_deltas, utterance_id="turn-7",
+                                              on_started=..., on_outcome=...))
+    outcome = await task   # status, text, heard_text, timings
     ...
-    task.cancel()                    # barge-in: TTS stops, speaker.drop(), reply.done interrupted
-    outcome = speaking.last_outcome  # status, text, heard_text, timings
+    task.cancel()          # barge-in: TTS stops, speaker.drop(), reply.done interrupted;
+                           # the interrupted outcome goes to on_outcome before CancelledError
 
 :meth:`ReplySpeaker.speak` reads the agent's text deltas while the previous
 sentence is synthesized: a sentence goes to TTS the moment the splitter is sure
@@ -114,6 +116,8 @@ class _Reply:
     first_delta: float | None = None
     first_audio: float | None = None
     first_played: float | None = None
+    on_started: Callable[[], None] | None = None
+    on_outcome: Callable[[ReplyOutcome], None] | None = None
 
     def timings(self, done: float | None) -> ReplyTimings:
         first = self.sentences[0] if self.sentences else None
@@ -165,7 +169,6 @@ class ReplySpeaker:
         self.first_phrase_chars = first_phrase_chars
         self.sentence_gap_ms = sentence_gap_ms
         self.poll_s = poll_s
-        self.last_outcome: ReplyOutcome | None = None
         self._active: dict[str, _Reply] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         previous_started = speaker.on_segment_started
@@ -184,16 +187,20 @@ class ReplySpeaker:
         speaker.on_segment_started = started
         speaker.on_segment_finished = finished
 
-    async def speak(self, deltas: AsyncIterable[str], utterance_id: str) -> ReplyOutcome:
-        """Speak the reply streamed by ``deltas``; return once it has all been heard.
+    async def speak(self, deltas: AsyncIterable[str], utterance_id: str, *,
+                    on_started: Callable[[], None] | None = None,
+                    on_outcome: Callable[[ReplyOutcome], None] | None = None) -> ReplyOutcome:
+        """Speak the reply streamed by ``deltas``; return its outcome once it has all been heard.
 
-        Cancelling the task stops TTS, drops the reply from the speaker, emits
-        ``reply.done`` interrupted (``last_outcome`` holds it) and re-raises.
+        ``on_started`` is called (on the loop) when its first sample left the loudspeaker,
+        right after ``reply.started``; ``on_outcome`` with the outcome however the reply
+        ended. Cancelling the task stops TTS, drops the reply from the speaker, emits
+        ``reply.done`` interrupted, hands that outcome to ``on_outcome`` and re-raises.
         """
         self._loop = asyncio.get_running_loop()
         if utterance_id in self._active:
             raise ValueError(f"utterance {utterance_id!r} is already being spoken")
-        reply = _Reply(utterance_id, time.monotonic())
+        reply = _Reply(utterance_id, time.monotonic(), on_started=on_started, on_outcome=on_outcome)
         self._active[utterance_id] = reply
         sentences: asyncio.Queue[object] = asyncio.Queue()
         reader = asyncio.create_task(self._read(deltas, sentences, reply), name=f"reply-read-{utterance_id}")
@@ -300,7 +307,6 @@ class ReplySpeaker:
         spoken = " ".join(s.text for s in reply.sentences if any(seg is s for seg, _ in reply.segments))
         outcome = ReplyOutcome(reply.utterance_id, status, spoken, heard,
                                reply.timings(time.monotonic()), error)
-        self.last_outcome = outcome
         data: dict[str, Any] = {"utterance_id": reply.utterance_id, "status": str(status)}
         if status is not ReplyStatus.COMPLETED:
             data["heard_text"] = heard
@@ -308,6 +314,8 @@ class ReplySpeaker:
             data["error"] = error
         data["timings"] = outcome.timings.as_dict()
         self.bus.emit(EventType.REPLY_DONE, **data)
+        if reply.on_outcome is not None:
+            reply.on_outcome(outcome)
         return outcome
 
     # --- audio-thread callbacks, handed to the loop ----------------------------------------------
@@ -332,6 +340,8 @@ class ReplySpeaker:
             reply.first_played = stamp
             self.bus.emit(EventType.REPLY_STARTED, utterance_id=reply.utterance_id,
                           latency_ms=round((stamp - reply.started) * 1000.0, 1))
+            if reply.on_started is not None:
+                reply.on_started()
         if first_chunk:
             self.bus.emit(EventType.TRANSCRIPT_AGENT, utterance_id=reply.utterance_id,
                           text=sentence.text, index=sentence.index)
