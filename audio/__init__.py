@@ -1,4 +1,6 @@
-"""Everything that touches samples: duplex I/O backends, the speaker and its play
-cursor, resampling, WAV I/O, echo cancellation, VAD, endpointing, wake word, ASR
-and TTS. Nothing here imports from ``edgevoice.device``: stages take plain
-parameters, never the whole config."""
+"""Everything that touches samples, one folder per stage: ``io`` (the duplex loop and its
+backends, WAV I/O, resampling), ``aec`` (echo cancellation), ``hearing`` (VAD,
+endpointing, wake word, ASR, the barge-in detector, the listener) and ``speaking`` (TTS,
+playback and its play cursor, earcons); ``frames`` and ``errors`` are shared by all.
+Nothing here imports from ``edgevoice.device``: stages take plain parameters, never the
+whole config."""

@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.agent_server import example_server
 
-from edgevoice.audio.splitter import SentenceSplitter
 from edgevoice.device.agents import AgentClient, UserTurn, build_agent
 from edgevoice.device.config.loader import build_config
 from edgevoice.device.config.schema import Config
+from edgevoice.device.speaking.sentences import SentenceSplitter
 
 TEXT = "tell me a long story"
 # The reply begins "Here is a long answer. It has ...": the splitter can only hand the

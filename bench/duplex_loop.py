@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.alsa_devices import AlsaDevices, start_fifo_writer, write_alsa_config, write_raw
 
-from edgevoice.audio.backend import AudioBackend
-from edgevoice.audio.duplex import DuplexLoop
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.io.backend import AudioBackend
+from edgevoice.audio.io.duplex import DuplexLoop
+from edgevoice.audio.speaking.playback import Speaker
 
 PERIOD = 160  # 10 ms at 16 kHz
 
@@ -97,7 +97,7 @@ def _paced(devices: AlsaDevices, folder: Path, source: Path, *, rate: int, fmt: 
            seconds: float) -> dict[str, float]:
     """The loop as it runs on a card: reads block until the next period arrives (a FIFO
     written at 1x by another process), so the thread sleeps between periods."""
-    from edgevoice.audio.alsa import AlsaBackend
+    from edgevoice.audio.io.alsa import AlsaBackend
 
     fifo = folder / f"mic{rate}.fifo"
     writer = start_fifo_writer(fifo, source, (rate // 100) * 4 * (4 if fmt == "S32_LE" else 2), 0.01)
@@ -165,7 +165,7 @@ def main() -> None:
 
             def make(capture: str = capture, playback: str = playback, rate: int = rate,
                      fmt: str = fmt, out_channels: int = out_channels) -> AudioBackend:
-                from edgevoice.audio.alsa import AlsaBackend
+                from edgevoice.audio.io.alsa import AlsaBackend
 
                 return AlsaBackend(PERIOD, capture_device=capture, playback_device=playback,
                                    capture_channels=4, capture_rate=rate, capture_format=fmt,
@@ -188,7 +188,7 @@ def main() -> None:
                              _paced_raw(devices, folder, mic, rate=rate, fmt=fmt, out_channels=out_channels,
                                         seconds=args.paced_seconds)))
 
-        from edgevoice.audio.room import SimulatedRoom
+        from edgevoice.audio.io.room import SimulatedRoom
 
         for rt60 in (0.0, 0.25):
             def room(rt60: float = rt60) -> dict[str, float]:

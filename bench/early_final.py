@@ -23,12 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.hearing_audio import frames, place, trim
 from support.words import edit_distance
 
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.listener import FinalTranscript, Listener
-from edgevoice.audio.resample import resample
-from edgevoice.audio.vad import VoiceActivity
-from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.listener import FinalTranscript, Listener
+from edgevoice.audio.hearing.vad import VoiceActivity
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.audio.io.resample_soxr import resample
 from edgevoice.models import ModelKind, resolve_model
 
 PHRASES = ("turn on the kitchen light", "what is the weather like tomorrow",

@@ -25,14 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from support.hearing_audio import espeak_speech, frames, piper_speech, place
 
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.asr_vosk import VoskEngine
-from edgevoice.audio.endpoint import Endpointer, EndpointSettings, SpeechStart, TurnEnd
-from edgevoice.audio.listener import FinalTranscript, Listener, SpeechStopped
-from edgevoice.audio.vad import QuietGate, VoiceActivity
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.audio.vad_silero import SileroVad
-from edgevoice.audio.wakeword import WakeWordDetector
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.asr_vosk import VoskEngine
+from edgevoice.audio.hearing.endpoint import Endpointer, EndpointSettings, SpeechStarted, TurnEnd
+from edgevoice.audio.hearing.listener import FinalTranscript, Listener, SpeechStopped
+from edgevoice.audio.hearing.vad import QuietGate, VoiceActivity
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.audio.hearing.wakeword import WakeWordDetector
 from edgevoice.models import ModelKind, resolve_model
 
 SR = 16000
@@ -230,11 +230,11 @@ def main() -> int:
         raw_off.append((w_off + 1) * 512 / SR - offset)
     vad = VoiceActivity(SileroVad(silero_path))
     endpointer = Endpointer(EndpointSettings(end_silence_ms=600))
-    events: list[SpeechStart | TurnEnd] = []
+    events: list[SpeechStarted | TurnEnd] = []
     for frame in frames(audio):
         for window in vad.process(frame):
             events.extend(endpointer.push(window.pcm, window.speech).events)
-    starts = [e for e in events if isinstance(e, SpeechStart)]
+    starts = [e for e in events if isinstance(e, SpeechStarted)]
     ends = [e for e in events if isinstance(e, TurnEnd)]
     onset_err = [abs(s.start_s - on) * 1000 for s, (on, _) in zip(starts, spans, strict=False)]
     confirm = [(s.detected_s - on) * 1000 for s, (on, _) in zip(starts, spans, strict=False)]
@@ -262,11 +262,11 @@ def main() -> int:
                      raw_s_silero * 1000 / seconds))
     gated = gated_vad()
     endpointer = Endpointer(EndpointSettings(end_silence_ms=600))
-    gated_starts: list[SpeechStart] = []
+    gated_starts: list[SpeechStarted] = []
     for frame in frames(audio):
         for window in gated.process(frame):
             gated_starts.extend(e for e in endpointer.push(window.pcm, window.speech).events
-                                if isinstance(e, SpeechStart))
+                                if isinstance(e, SpeechStarted))
     gated_confirm = [(s.detected_s - on) * 1000 for s, (on, _) in zip(gated_starts, spans, strict=False)]
     lines.append(row(f"speech start confirmed behind the quiet gate ({len(gated_starts)}/{len(spans)} turns; "
                      f"{gated.skipped} of {len(audio) // 512} windows not scored)",
@@ -304,7 +304,7 @@ def main() -> int:
     ours_ps = PocketsphinxEngine(ps_loc.path, model_name=ps_loc.name)
     from pocketsphinx import Decoder
 
-    from edgevoice.audio.asr_pocketsphinx import model_files
+    from edgevoice.audio.hearing.asr_pocketsphinx import model_files
 
     hmm, lm, dic = model_files(ps_loc.path)
     decoder = Decoder(hmm=str(hmm), lm=str(lm), dict=str(dic), samprate=SR, loglevel="FATAL")

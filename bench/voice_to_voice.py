@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from edgevoice.audio.room import SimulatedRoom
+from edgevoice.audio.io.room import SimulatedRoom
 from edgevoice.device.config import load_config
 from edgevoice.device.events import Event, EventType
 from edgevoice.device.runtime.daemon import Daemon

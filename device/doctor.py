@@ -68,7 +68,7 @@ class DoctorOptions:
 
 def check_audio(config: Config) -> CheckResult:
     """Open the configured capture and playback with the configured parameters, one period each."""
-    from edgevoice.device.audio_io import open_backend
+    from edgevoice.device.assembly.audio_io import open_backend
 
     audio = config.audio
     params = (f"capture {audio.capture_device} {audio.capture_channels} ch {audio.capture_rate} Hz "
@@ -257,7 +257,7 @@ def check_gpio(config: Config) -> CheckResult:
 
 
 def check_soc() -> CheckResult:
-    from edgevoice.device.sysinfo import read_soc_temperature, read_throttled
+    from edgevoice.device.system.sysinfo import read_soc_temperature, read_throttled
 
     temp = read_soc_temperature()
     throttled = read_throttled()

@@ -5,6 +5,12 @@ LEDs, metrics and ``edgevoice run --events`` subscribe to the bus. Every event i
 JSON-serialisable and carries ``ts`` (wall clock, seconds since the epoch) and,
 where the audio clock applies, ``audio_s`` (seconds on the duplex loop's clock).
 
+Each event type's string is defined once, by the layer that produces it: the hearing
+events are typed dataclasses in :mod:`edgevoice.audio.hearing` (each knows its
+``type`` and ``as_dict()``, and :meth:`EventBus.announce` publishes one as it is), the
+duplex loop's in :mod:`edgevoice.audio.io.duplex`, the button's in
+:mod:`edgevoice.device.hardware.gpio`; :class:`EventType` names them all.
+
 Only the event-loop thread touches the bus; other threads (the audio loop,
 gpiozero callbacks, paho) hand events over with :meth:`EventBus.publish_threadsafe`.
 """
@@ -17,7 +23,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, Protocol
+
+from edgevoice.audio.hearing.endpoint import SpeechStarted
+from edgevoice.audio.hearing.listener import (
+    FinalTranscript,
+    PartialTranscript,
+    SpeechStopped,
+    TurnDiscarded,
+    WakeWordDetected,
+)
+from edgevoice.audio.io import duplex
+from edgevoice.device.hardware.gpio import ButtonEvent
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -25,12 +42,12 @@ _LOGGER = logging.getLogger(__name__)
 class EventType(StrEnum):
     SESSION_READY = "session.ready"
     SESSION_RESET = "session.reset"
-    SPEECH_STARTED = "input.speech.started"
-    SPEECH_STOPPED = "input.speech.stopped"
-    WAKE_WORD = "input.wake_word"
-    TRANSCRIPT_USER_DELTA = "transcript.user.delta"
-    TRANSCRIPT_USER = "transcript.user"
-    TURN_DISCARDED = "input.turn.discarded"
+    SPEECH_STARTED = SpeechStarted.type
+    SPEECH_STOPPED = SpeechStopped.type
+    WAKE_WORD = WakeWordDetected.type
+    TRANSCRIPT_USER_DELTA = PartialTranscript.type
+    TRANSCRIPT_USER = FinalTranscript.type
+    TURN_DISCARDED = TurnDiscarded.type
     REPLY_REQUESTED = "reply.requested"
     REPLY_STARTED = "reply.started"
     TRANSCRIPT_AGENT = "transcript.agent"
@@ -38,18 +55,18 @@ class EventType(StrEnum):
     BARGE_IN = "barge_in"
     BARGE_IN_MODE = "barge_in.mode"
     STATE_CHANGED = "state.changed"
-    BUTTON_PRESSED = "button.pressed"
-    BUTTON_RELEASED = "button.released"
-    BUTTON_HELD = "button.held"
-    BUTTON_DOUBLE_PRESSED = "button.double_pressed"
+    BUTTON_PRESSED = ButtonEvent.PRESSED.value
+    BUTTON_RELEASED = ButtonEvent.RELEASED.value
+    BUTTON_HELD = ButtonEvent.HELD.value
+    BUTTON_DOUBLE_PRESSED = ButtonEvent.DOUBLE_PRESSED.value
     MIC_MUTED = "mic.muted"
     VOLUME_CHANGED = "volume.changed"
     ERROR = "error"
     METRICS_TURN = "metrics.turn"
-    AUDIO_DEVICE_LOST = "audio.device_lost"
-    AUDIO_DEVICE_RESTORED = "audio.device_restored"
-    AUDIO_XRUN = "audio.xrun"
-    AUDIO_QUEUE_DROPPED = "audio.queue_dropped"
+    AUDIO_DEVICE_LOST = duplex.EVENT_DEVICE_LOST
+    AUDIO_DEVICE_RESTORED = duplex.EVENT_DEVICE_RESTORED
+    AUDIO_XRUN = duplex.EVENT_XRUN
+    AUDIO_QUEUE_DROPPED = duplex.EVENT_QUEUE_DROPPED
     AEC_STATUS = "aec.status"
     CONFIG_RELOADED = "config.reloaded"
     MQTT_QUEUE_DROPPED = "mqtt.queue_dropped"
@@ -65,6 +82,14 @@ PERSONAL_EVENTS = frozenset(
 )
 # Payload keys that carry speech text in otherwise non-personal events.
 PERSONAL_KEYS = frozenset({"text", "heard_text", "interrupted_text", "reply", "transcript"})
+
+
+class Message(Protocol):
+    """A typed event a producing layer defines: its bus ``type`` and its fields."""
+
+    type: ClassVar[str]
+
+    def as_dict(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +142,12 @@ class EventBus:
                 subscriber(event)
             except Exception:
                 _LOGGER.exception("event subscriber %r failed on %s", subscriber, event.type)
+
+    def announce(self, message: Message) -> Event:
+        """Publish a typed event as it is: its own ``type`` and ``as_dict()``."""
+        event = Event(message.type, message.as_dict())
+        self.publish(event)
+        return event
 
     def emit(self, type_: str, **data: Any) -> Event:
         event = Event(type_, data)

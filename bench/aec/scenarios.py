@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgevoice.audio.wavio import read_wav
+from edgevoice.audio.io.wav import read_wav
 
 RATE = 16000
 CACHE = Path(tempfile.gettempdir()) / "edgevoice-aec-bench"

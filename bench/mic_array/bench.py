@@ -154,8 +154,8 @@ def evaluate(rendered: Rendered, geometry_name: str, settings: ArraySettings) ->
 
 
 def _transcriber(name: str):  # type: ignore[no-untyped-def]
+    from edgevoice.device.assembly.hearing import build_asr
     from edgevoice.device.config import load_config
-    from edgevoice.device.hearing import build_asr
 
     loaded = load_config(overrides=[f"asr.engine={name}"], search_paths=[])
     return build_asr(loaded.config.asr, "en", loaded.config.models.dir or None)

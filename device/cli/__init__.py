@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from edgevoice import __version__
 from edgevoice.device.cli.common import EXIT_FAILURE, EXIT_USAGE, exit_code_for, report_error
-from edgevoice.device.logs import setup_logging
+from edgevoice.device.system.logs import setup_logging
 from edgevoice.errors import EdgeVoiceError
 
 _LOGGER = logging.getLogger(__name__)

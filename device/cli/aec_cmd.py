@@ -14,9 +14,9 @@ import numpy as np
 from edgevoice.audio.aec import ENGINES, PERIOD_SAMPLES
 from edgevoice.audio.aec.selftest import measure_delay, run_selftest
 from edgevoice.audio.frames import SAMPLE_RATE
-from edgevoice.audio.wavio import read_wav, write_wav
-from edgevoice.device.aec_setup import build_canceller
-from edgevoice.device.audio_io import open_backend
+from edgevoice.audio.io.wav import read_wav, write_wav
+from edgevoice.device.assembly.audio_io import open_backend
+from edgevoice.device.assembly.echo import build_canceller
 from edgevoice.device.cli.common import EXIT_FAILURE, EXIT_OK, add_common_options, load, print_json
 
 

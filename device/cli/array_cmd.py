@@ -29,9 +29,9 @@ from edgevoice.audio.array.frontend import ArrayFrontEnd, ArraySettings, Segment
 from edgevoice.audio.array.geometry import PRESETS, ArrayGeometry, parse_geometry
 from edgevoice.audio.array.stft import frames_of
 from edgevoice.audio.frames import SAMPLE_RATE, to_int16
-from edgevoice.audio.wavio import WavFormatError, read_wav, write_wav
+from edgevoice.audio.io.wav import WavFormatError, read_wav, write_wav
+from edgevoice.device.assembly.hearing import build_vad
 from edgevoice.device.cli.common import EXIT_OK, add_common_options, load, print_json
-from edgevoice.device.hearing import build_vad
 
 HOP = 160
 

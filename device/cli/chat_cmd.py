@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgevoice.audio.splitter import SentenceSplitter
 from edgevoice.device.agents import (
     AgentClient,
     AgentError,
@@ -35,6 +34,7 @@ from edgevoice.device.cli.common import (
     load,
     print_json,
 )
+from edgevoice.device.speaking.sentences import SentenceSplitter
 
 
 def register(sub: Any) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from edgevoice.device.config import ConfigError, LoadedConfig, load_config
 from edgevoice.device.config.loader import secret_values
-from edgevoice.device.logs import scrub_secrets
+from edgevoice.device.system.logs import scrub_secrets
 from edgevoice.errors import EdgeVoiceError
 
 EXIT_OK = 0

@@ -16,7 +16,7 @@ from edgevoice.device.cli.common import EXIT_FAILURE, EXIT_OK, add_common_option
 from edgevoice.device.config import load_config
 from edgevoice.device.config.loader import secret_values
 from edgevoice.device.events import Event, EventType
-from edgevoice.device.logs import scrub_secrets
+from edgevoice.device.system.logs import scrub_secrets
 
 # The demo's own defaults: the simulated room in real time, no GPIO, no MQTT, the
 # built-in agent. --config and --set still win over them.

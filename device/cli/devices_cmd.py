@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _suggest(args: argparse.Namespace) -> int:
     from edgevoice.device.config import to_toml
-    from edgevoice.device.profiles import read_hardware, suggest
+    from edgevoice.device.hardware.profiles import read_hardware, suggest
 
     hits = suggest(read_hardware())
     if args.json:
@@ -62,7 +62,7 @@ def _suggest(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgevoice.audio.devices import KINDS, list_devices
+    from edgevoice.audio.io.devices import KINDS, list_devices
 
     if args.suggest:
         return _suggest(args)

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.speakable import SpeakableSplitter
-from edgevoice.audio.tts import Synthesizer
+from edgevoice.audio.speaking.tts import Synthesizer
+from edgevoice.device.assembly.speaking import build_synthesizer
 from edgevoice.device.cli.common import EXIT_OK, EXIT_USAGE, add_common_options, load, print_json
 from edgevoice.device.config import LoadedConfig
-from edgevoice.device.speaking import build_synthesizer
+from edgevoice.device.speaking.markdown import SpeakableSplitter
 
 
 def register(sub: Any) -> None:
@@ -62,7 +62,7 @@ def _say(args: argparse.Namespace) -> int:
 
 
 async def _to_wav(synthesizer: Synthesizer, loaded: LoadedConfig, text: str, out: Path) -> dict[str, Any]:
-    from edgevoice.audio.wavio import write_wav
+    from edgevoice.audio.io.wav import write_wav
 
     tts = loaded.config.tts
     splitter = SpeakableSplitter(tts.max_first_sentence_chars, tts.max_sentence_chars, tts.first_phrase_chars)
@@ -82,11 +82,11 @@ async def _to_wav(synthesizer: Synthesizer, loaded: LoadedConfig, text: str, out
 
 
 async def _to_speaker(synthesizer: Synthesizer, loaded: LoadedConfig, text: str) -> dict[str, Any]:
-    from edgevoice.audio.duplex import DuplexLoop
-    from edgevoice.audio.speaker import Speaker
-    from edgevoice.device.audio_io import duplex_options, open_backend
+    from edgevoice.audio.io.duplex import DuplexLoop
+    from edgevoice.audio.speaking.playback import Speaker
+    from edgevoice.device.assembly.audio_io import duplex_options, open_backend
+    from edgevoice.device.assembly.speaking import reply_speaker
     from edgevoice.device.events import EventBus
-    from edgevoice.device.speaking import reply_speaker
 
     config = loaded.config
     bus = EventBus()

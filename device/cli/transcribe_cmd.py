@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgevoice.audio.wavio import read_wav
+from edgevoice.audio.io.wav import read_wav
+from edgevoice.device.assembly.hearing import build_asr
 from edgevoice.device.cli.common import EXIT_OK, add_common_options, load, print_json
-from edgevoice.device.hearing import build_asr
 
 CHUNK_SAMPLES = 1600  # feed 100 ms at a time, as the live pipeline does
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from edgevoice.audio.speakable import speakable
 from edgevoice.device.knowledge.chunking import ChunkKind
 from edgevoice.device.knowledge.retrieval import Passage, Retrieval, content_words
+from edgevoice.device.speaking.markdown import speakable
 
 MAX_PROSE_CHARS = 320
 

@@ -1,6 +1,6 @@
 """MQTT telemetry and fleet commands (see ``docs/mqtt.md``).
 
-The runtime starts :class:`MqttBridge` and implements :class:`CommandTarget`; the
+The runtime starts :class:`MqttBridge` with its :class:`~edgevoice.device.control.DeviceControl`; the
 fleet tool (``edgevoice fleet``) uses :mod:`edgevoice.device.mqtt.fleet`.
 """
 
@@ -8,7 +8,6 @@ from edgevoice.device.mqtt.bridge import MqttBridge
 from edgevoice.device.mqtt.commands import (
     Answer,
     CommandRouter,
-    CommandTarget,
     ErrorCode,
     fetch_model_in_thread,
 )
@@ -17,7 +16,6 @@ from edgevoice.device.mqtt.telemetry import TelemetrySource
 __all__ = [
     "Answer",
     "CommandRouter",
-    "CommandTarget",
     "ErrorCode",
     "MqttBridge",
     "TelemetrySource",

@@ -22,13 +22,14 @@ from paho.mqtt.packettypes import PacketTypes
 
 from edgevoice import __version__
 from edgevoice.device.config.schema import DeviceConfig, MqttConfig
+from edgevoice.device.control import DeviceControl
 from edgevoice.device.events import Event, EventBus, EventType
-from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter, CommandTarget
+from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter
 from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing, new_properties
 from edgevoice.device.mqtt.discovery import discovery_messages
 from edgevoice.device.mqtt.telemetry import TelemetrySource, build_telemetry, read_source
 from edgevoice.device.mqtt.topics import Topics
-from edgevoice.device.sysinfo import SystemSampler
+from edgevoice.device.system.sysinfo import SystemSampler
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ class MqttBridge:
         device: DeviceConfig,
         device_id: str,
         bus: EventBus,
-        target: CommandTarget,
+        target: DeviceControl,
         telemetry: TelemetrySource | None = None,
         *,
         sampler_factory: Callable[[], SystemSampler] = SystemSampler,

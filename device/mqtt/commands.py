@@ -19,67 +19,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from edgevoice import __version__
 from edgevoice.device.config.loader import ConfigError
+from edgevoice.device.control import DeviceControl
 from edgevoice.device.mqtt.ratelimit import TokenBucket
 from edgevoice.errors import EdgeVoiceError
 
 _LOGGER = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class CommandTarget(Protocol):
-    """What the runtime exposes to fleet commands. Every method runs on the event loop."""
-
-    async def say(self, text: str) -> None:
-        """Speak ``text`` (as a reply of the device, not sent to the agent)."""
-
-    async def interrupt(self) -> None:
-        """Stop the current reply, as a barge-in would."""
-
-    async def reset_session(self) -> None:
-        """Start a new conversation session."""
-
-    async def set_volume(self, level: float) -> None:
-        """Speaker volume, 0.0 to 1.0 (already range-checked)."""
-
-    async def mute(self, mic: bool) -> None:
-        """Mute (True) or unmute (False) the microphone."""
-
-    async def get_config(self) -> dict[str, Any]:
-        """The effective configuration with secrets redacted."""
-        ...
-
-    async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
-        """Validate, apply live where possible and persist atomically (see
-        :func:`edgevoice.device.config.persist.persist_patch`); return at least
-        ``{"changed": [...], "restart_required": bool}``. Raise ``ConfigError`` when
-        the patch does not validate (nothing changed)."""
-        ...
-
-    async def reload(self) -> None:
-        """Re-read the configuration file (as SIGHUP does)."""
-
-    async def restart(self) -> None:
-        """Restart the daemon (after the answer has been sent)."""
-
-    async def fetch_model(self, name: str) -> dict[str, Any]:
-        """Fetch a model through the model registry; see :func:`fetch_model_in_thread`."""
-        ...
-
-    async def state(self) -> dict[str, Any]:
-        """``{"state", "volume", "mic_muted", "provider", "config_revision", ...}``."""
-        ...
-
-    async def knowledge_sync(self, url: str, sha256: str) -> dict[str, Any]:
-        """Fetch the knowledge bundle at ``url``, check it against ``sha256``, index it and
-        swap the index atomically; return ``{"bundle", "build", "stats"}``. A bad bundle
-        raises a ``knowledge_bundle_*`` error and changes nothing (docs/knowledge.md)."""
-        from edgevoice.device.knowledge import KnowledgeDisabledError
-
-        raise KnowledgeDisabledError("this device has no knowledge service")
 
 
 class ErrorCode(StrEnum):
@@ -221,11 +169,11 @@ def _peek_id(payload: bytes) -> Any:
 
 
 class CommandRouter:
-    """Runs commands against a :class:`CommandTarget`; never raises for a bad request."""
+    """Runs commands against a :class:`DeviceControl`; never raises for a bad request."""
 
     def __init__(
         self,
-        target: CommandTarget,
+        target: DeviceControl,
         *,
         device_id: str,
         rate: float,
@@ -325,7 +273,7 @@ async def fetch_model_in_thread(name: str, models_dir: str | Path | None = None)
     """Fetch ``name`` with the model registry (``edgevoice.models.fetch_model``) in a
     worker thread, so a download never blocks the event loop; the registry's errors
     (``model_not_found``, ``model_download_failed``, …) pass through with their codes.
-    For runtimes that implement :meth:`CommandTarget.fetch_model`."""
+    For runtimes that implement :meth:`DeviceControl.fetch_model`."""
     try:
         from edgevoice import models
     except ImportError as err:  # pragma: no cover - models is part of the package

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from edgevoice.device.sysinfo import SystemStats
+from edgevoice.device.system.sysinfo import SystemStats
 
 _LOGGER = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Barge-in in the runtime: the pure detector (:mod:`edgevoice.audio.bargein`) fed from
+"""Barge-in in the runtime: the pure detector (:mod:`edgevoice.audio.hearing.bargein`) fed from
 the front end's VAD windows and the echo canceller's view of the residual echo.
 
 The detector's clock is the sum of the window durations it is fed; every window of
@@ -13,8 +13,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from edgevoice.audio.aec.base import AecStats, EchoCanceller
-from edgevoice.audio.bargein import (
+from edgevoice.audio.aec.base import AecStats
+from edgevoice.audio.frames import SAMPLE_RATE, dbfs
+from edgevoice.audio.hearing.bargein import (
     After,
     BargeInDetector,
     BargeInInput,
@@ -22,9 +23,7 @@ from edgevoice.audio.bargein import (
     Decision,
     Mode,
 )
-from edgevoice.audio.frames import SAMPLE_RATE, dbfs
-from edgevoice.audio.vad import VadEngine, VadError, VadWindow
-from edgevoice.device.config.schema import BargeInConfig
+from edgevoice.audio.hearing.vad import VadEngine, VadWindow
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -115,21 +114,3 @@ class BargeInMonitor:
 
     def reset(self) -> None:
         self.detector.reset()
-
-
-def build_barge_in(config: BargeInConfig, canceller: EchoCanceller | None,
-                   on_mode: Callable[[Mode], None] | None = None,
-                   listener_vad: VadEngine | None = None) -> BargeInMonitor:
-    """The monitor; with ``[barge_in] vad_signal = "linear"`` it scores the canceller's
-    linear output on a second stream of ``listener_vad`` (the listener's engine)."""
-    from edgevoice.device.aec_setup import build_barge_in as build_detector
-
-    has_reference = canceller is not None and canceller.name != "none"
-    origin_s = -canceller.latency_ms / 1000.0 if canceller is not None else 0.0
-    linear_vad: VadEngine | None = None
-    if config.vad_signal == "linear" and listener_vad is not None:
-        try:
-            linear_vad = listener_vad.another_stream()
-        except VadError as err:
-            _LOGGER.info("barge-in VAD on the canceller's output, not its linear output: %s", err)
-    return BargeInMonitor(build_detector(config), has_reference, on_mode, origin_s, linear_vad)

@@ -19,62 +19,43 @@ become the next turn) or the device's own echo (ignored).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import threading
 import time
 import traceback
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from edgevoice.audio.earcons import Earcon, Earcons
-from edgevoice.audio.frames import DuplexFrame
-from edgevoice.audio.listener import (
+from edgevoice.audio.hearing.endpoint import SpeechStarted
+from edgevoice.audio.hearing.listener import (
     FinalTranscript,
     HearingEvent,
     Listener,
     PartialTranscript,
-    SpeechStarted,
     SpeechStopped,
     TurnDiscarded,
     WakeWordDetected,
 )
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.hearing.modes import ListenMode
+from edgevoice.audio.speaking.earcons import Earcon, Earcons
+from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.agents import AgentClient, UserTurn
-from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.events import EventBus, EventType
 from edgevoice.device.knowledge import KnowledgeBase
 from edgevoice.device.runtime.bargein import BargeInMonitor
-from edgevoice.device.runtime.frontend import FrontEnd, FrontResult
+from edgevoice.device.runtime.frontend import FrameSource, FrontEnd, FrontEndThread, FrontResult
 from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
-from edgevoice.device.runtime.state import Action, Context, Input, ListenMode, State, transition
+from edgevoice.device.runtime.state import Action, Context, Input, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
-from edgevoice.device.speaking import ReplyOutcome, ReplySpeaker, ReplyStatus
+from edgevoice.device.speaking.reply import ReplyOutcome, ReplySpeaker, ReplyStatus
 
 _LOGGER = logging.getLogger(__name__)
 
 # A turn that began during the device's own speech, was never confirmed as a
 # barge-in, but went on this long after the reply ended, is the person's next turn.
 LATE_TURN_AFTER_REPLY_S = 0.3
-
-# Unless someone is talking or the device is, the front end takes the audio in bursts
-# of this many periods: speech is noticed up to 70 ms later (no audio is lost: every
-# period is heard, in order, on the audio clock), and the front end costs a third of
-# what it costs one period per wake-up, where cold caches dominate (idle daemon, quiet
-# room: 2.7 % of a core in bursts of 4, 1.8 % in bursts of 8) — also while the agent
-# thinks and piper renders the first sentence, which then shares the CPU with less.
-# In a turn (endpointing) and while anything plays (barge-in) it takes every period as
-# it comes, so neither decision is late.
-IDLE_BATCH_PERIODS = 8
-
-
-class FrameSource(Protocol):
-    """Where the front end takes frames from: :meth:`DuplexLoop.take`."""
-
-    def take(self, timeout: float, at_least: int = 1) -> list[DuplexFrame] | None: ...
-
 
 @dataclass(slots=True)
 class Turn:
@@ -84,6 +65,7 @@ class Turn:
     accepted: bool = True  # False: began while the device spoke, not (yet) a barge-in
     barge_in: bool = False  # this turn interrupted the previous reply
     text: str = ""
+    outcome: ReplyOutcome | None = None  # how its reply ended (the speaker hands it back)
 
 
 @dataclass(slots=True)
@@ -99,9 +81,9 @@ class Counters:
 class ConversationSettings:
     mode: ListenMode = ListenMode.ALWAYS
     push_to_talk: bool = True
-    follow_up_s: float = 0.0
+    follow_up_s: float = 5.0
     session_idle_reset_s: float = 300.0
-    failure_phrase: str = ""
+    failure_phrase: str = "Sorry, I couldn't get an answer. Please try again."
     log_transcripts: bool = False
 
 
@@ -138,7 +120,7 @@ class Conversation:
         self.counters = Counters()
         self.percentiles = RunningPercentiles()
         self.last_metrics: dict[str, Any] | None = None
-        self._last_front: FrontResult | None = None  # for telemetry's levels
+        self._worker: FrontEndThread | None = None  # its last result: telemetry's levels
         self._lock = asyncio.Lock()
         self._turn: Turn | None = None  # the turn being heard (or the candidate)
         self._reply_turn: Turn | None = None  # the turn whose reply is in flight
@@ -149,7 +131,6 @@ class Conversation:
         self._last_activity = time.monotonic()
         self._last_frame_error = float("-inf")
         self._background: set[asyncio.Task[Any]] = set()
-        self._unsubscribe = bus.subscribe(self._on_bus_event)
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -157,18 +138,18 @@ class Conversation:
         """Hear the duplex loop's frames until they end (or the task is cancelled).
 
         The front end takes frames from the audio thread itself, in batches, on its own
-        thread, and wakes the event loop only when it heard something (an event, a
-        barge-in): an idle listening device costs the loop nothing per period.
+        thread (:class:`FrontEndThread`), and wakes the event loop only when it heard
+        something (an event, a barge-in): an idle listening device costs the loop nothing
+        per period.
         """
-        loop = asyncio.get_running_loop()
-        results: asyncio.Queue[FrontResult | None] = asyncio.Queue()
-        stop = threading.Event()
-        worker = threading.Thread(target=self._front_thread, args=(duplex, loop, results, stop),
-                                  name="edgevoice-frontend", daemon=True)
+        worker = FrontEndThread(self.front, duplex, asyncio.get_running_loop(), tick=self.clock.tick,
+                                in_reply=lambda: self._in_reply, playing=self.replies.speaker.is_playing,
+                                on_failure=self._frame_failed)
+        self._worker = worker
         idle = asyncio.create_task(self._idle_reset(), name="conversation-idle-reset")
         worker.start()
         try:
-            while (result := await results.get()) is not None:
+            while (result := await worker.results.get()) is not None:
                 try:
                     await self._on_front(result)
                 except asyncio.CancelledError:
@@ -176,39 +157,9 @@ class Conversation:
                 except Exception:
                     self._frame_failed(result.index, traceback.format_exc())
         finally:
-            stop.set()
+            worker.stop()
             await cancel_task(idle)
             await asyncio.to_thread(worker.join, 5.0)
-
-    def _front_thread(self, duplex: FrameSource, loop: asyncio.AbstractEventLoop,
-                      results: asyncio.Queue[FrontResult | None], stop: threading.Event) -> None:
-        def post(item: FrontResult | None) -> None:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
-                loop.call_soon_threadsafe(results.put_nowait, item)
-
-        try:
-            while not stop.is_set():
-                engaged = self._engaged()
-                frames = duplex.take(0.5, at_least=1 if engaged else IDLE_BATCH_PERIODS)
-                if frames is None:
-                    break
-                for frame in frames:
-                    self.clock.tick()
-                    try:
-                        result = self.front.process(frame, in_reply=self._in_reply, idle=not engaged)
-                    except Exception:
-                        loop.call_soon_threadsafe(self._frame_failed, frame.index, traceback.format_exc())
-                        continue
-                    self._last_front = result
-                    if result.events or result.barge_in is not None:
-                        post(result)
-        finally:
-            post(None)
-
-    def _engaged(self) -> bool:
-        """Whether a decision hangs on every period: someone is talking (the endpointer
-        waits for the end) or the device is (barge-in). Read on the front-end thread."""
-        return self.front.listener.in_turn or self.replies.speaker.is_playing()
 
     def _on_front_thread(self, action: Callable[[], object]) -> None:
         """Run ``action`` on the front-end thread before its next frame (it owns the
@@ -235,7 +186,6 @@ class Conversation:
             await self._cancel_reply(reason="shutdown")
         for task in list(self._background):
             await cancel_task(task)
-        self._unsubscribe()
         self.front.close()
 
     def context(self, *, listener_opened: bool = False) -> Context:
@@ -358,29 +308,26 @@ class Conversation:
             await self._take_barge_in(result.barge_in.onset_s)
 
     async def _on_hearing(self, event: HearingEvent) -> None:
+        if not isinstance(event, (FinalTranscript, TurnDiscarded, PartialTranscript)):
+            self.bus.announce(event)  # as the listener made it; the others wait for the turn
         if isinstance(event, SpeechStarted):
-            self.bus.emit(EventType.SPEECH_STARTED, audio_s=round(event.t, 3))
             if self.state in (State.THINKING, State.SPEAKING):
                 self._turn = Turn(TurnTimeline(_new_id("turn")), accepted=False)
-                self._turn.timeline.mark(Mark.SPEECH_STARTED, event.t)
+                self._turn.timeline.mark(Mark.SPEECH_STARTED, event.start_s)
             elif self.state is State.LISTENING and self._turn is not None:
-                self._turn.timeline.mark(Mark.SPEECH_STARTED, event.t)
+                self._turn.timeline.mark(Mark.SPEECH_STARTED, event.start_s)
             else:
-                await self.feed(Input.SPEECH_STARTED, onset=event.t, follow_up=True)
+                await self.feed(Input.SPEECH_STARTED, onset=event.start_s, follow_up=True)
         elif isinstance(event, SpeechStopped):
-            self.bus.emit(EventType.SPEECH_STOPPED, audio_s=round(event.t, 3),
-                          detected_s=round(event.detected, 3), reason=event.reason)
             if self._turn is not None:
                 self._turn.timeline.mark(Mark.SPEECH_END, event.t)
                 self._turn.timeline.mark(Mark.ENDPOINT, event.detected)
         elif isinstance(event, WakeWordDetected):
-            self.bus.emit(EventType.WAKE_WORD, name=event.name, audio_s=round(event.t, 3),
-                          probability=round(event.probability, 3))
             await self.feed(Input.WAKE_WORD)
         elif isinstance(event, PartialTranscript):
             turn = self._turn
             if turn is not None and turn.accepted:
-                self.bus.emit(EventType.TRANSCRIPT_USER_DELTA, text=event.text)
+                self.bus.announce(event)
         elif isinstance(event, FinalTranscript):
             await self._on_final(event)
         elif isinstance(event, TurnDiscarded):
@@ -412,13 +359,7 @@ class Conversation:
         turn.text = final.text
         turn.timeline.mark(Mark.ASR_FINAL, self.clock.now())
         self.counters.turns += 1
-        words = [
-            {"word": w.word, "conf": round(w.conf, 3), "start": round(w.start, 3), "end": round(w.end, 3)}
-            for w in final.words
-        ]
-        self.bus.emit(EventType.TRANSCRIPT_USER, text=final.text, words=words,
-                      low_confidence=final.low_confidence, confidence=round(final.confidence, 3),
-                      start_s=round(final.start, 3), end_s=round(final.end, 3))
+        self.bus.announce(final)
         if self.settings.log_transcripts:
             _LOGGER.info("user said: %s", final.text)
         await self.feed(Input.TURN_FINAL, final=final)
@@ -431,8 +372,7 @@ class Conversation:
         if not turn.accepted:
             return
         self.counters.discarded += 1
-        self.bus.emit(EventType.TURN_DISCARDED, reason=discarded.reason,
-                      audio_s=round(discarded.t, 3))
+        self.bus.announce(discarded)
         await self.feed(Input.TURN_DISCARDED)
         if turn.barge_in:
             self.counters.false_barge_ins += 1
@@ -515,7 +455,9 @@ class Conversation:
             await self.feed(Input.REPLY_FAILED)
 
     async def _reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool) -> None:
-        outcome = await self.replies.speak(deltas, turn.timeline.turn_id)
+        outcome = await self.replies.speak(deltas, turn.timeline.turn_id,
+                                           on_started=lambda: self._reply_audio_started(turn),
+                                           on_outcome=lambda ended: setattr(turn, "outcome", ended))
         self._mark_reply(turn, outcome)
         if record:
             self.agent.record_reply(heard_text=outcome.heard_text, interrupted=False)
@@ -545,8 +487,8 @@ class Conversation:
         # not the end of the reply task's cancellation (which may wait on TTS), is the stop.
         stopped = self.clock.now() + self.speaker.pending_samples() / 16000.0
         await cancel_task(task)
-        outcome = self.replies.last_outcome
-        if turn is None or outcome is None or outcome.utterance_id != turn.timeline.turn_id:
+        outcome = turn.outcome if turn is not None else None
+        if turn is None or outcome is None:
             return
         self._interrupted = outcome
         self._reply_ended_at = self.clock.now()
@@ -584,14 +526,10 @@ class Conversation:
         self.last_metrics = data
         self.bus.emit(EventType.METRICS_TURN, **data)
 
-    def _on_bus_event(self, event: Event) -> None:
-        turn = self._reply_turn
-        if (
-            event.type == EventType.REPLY_STARTED
-            and turn is not None
-            and event.data.get("utterance_id") == turn.timeline.turn_id
-            and self.state is State.THINKING
-        ):
+    def _reply_audio_started(self, turn: Turn) -> None:
+        """The reply's first sample left the loudspeaker (the speaker says so, right after
+        ``reply.started``): thinking → speaking."""
+        if turn is self._reply_turn and self.state is State.THINKING:
             task = asyncio.ensure_future(self.feed(Input.REPLY_AUDIO_STARTED))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
@@ -617,13 +555,13 @@ class Conversation:
             "discarded_turns": self.counters.discarded,
             "agent_errors": dict(self.counters.agent_errors),
             "latency_ms": self.percentiles.summary(),
-            **(self._last_front.levels() if self._last_front is not None else {}),
+            **(self._worker.last.levels() if self._worker is not None and self._worker.last else {}),
         }
 
 
 def remaining_text(spoken: str, heard: str) -> str:
     """The rest of ``spoken`` from the sentence in which ``heard`` stopped."""
-    from edgevoice.audio.splitter import SentenceSplitter
+    from edgevoice.device.speaking.sentences import SentenceSplitter
 
     splitter = SentenceSplitter()
     sentences = splitter.feed(spoken) + splitter.flush()
@@ -643,4 +581,4 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-__all__ = ["Conversation", "ConversationSettings", "FrameSource"]
+__all__ = ["Conversation", "ConversationSettings"]

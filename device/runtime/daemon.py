@@ -4,8 +4,9 @@
 audio devices, tells systemd it is ready (``READY=1``) once they are open, pings
 the watchdog from the event loop, shuts down cleanly on SIGTERM/SIGINT (reply
 cancelled, devices closed, ``STOPPING=1``) and re-reads its config on SIGHUP,
-applying what it can without a restart. It implements the device side of agent
-tools (:class:`DeviceActions`) and of MQTT fleet commands (``CommandTarget``).
+applying what it can without a restart. What surfaces may ask of it (agent tools, MQTT
+fleet commands) goes through :attr:`Daemon.control`, the one
+:class:`~edgevoice.device.control.DeviceControl` (:mod:`.control`).
 """
 
 from __future__ import annotations
@@ -22,27 +23,29 @@ from pathlib import Path
 from typing import Any
 
 from edgevoice import __version__
-from edgevoice.audio.backend import AudioBackend
-from edgevoice.audio.duplex import DuplexLoop
-from edgevoice.audio.earcons import Earcons
-from edgevoice.audio.speaker import Speaker
-from edgevoice.device.agents import AgentClient, DeviceActions, build_agent
-from edgevoice.device.audio_io import open_backend
-from edgevoice.device.config import Config, LoadedConfig, load_config, revision, to_dict
+from edgevoice.audio.hearing.modes import ListenMode
+from edgevoice.audio.io.backend import AudioBackend
+from edgevoice.audio.io.duplex import DuplexLoop
+from edgevoice.audio.speaking.earcons import Earcons
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.device.agents import AgentClient, build_agent
+from edgevoice.device.assembly.audio_io import open_backend
+from edgevoice.device.assembly.conversation import button_settings, conversation_settings
+from edgevoice.device.assembly.echo import build_barge_in
+from edgevoice.device.assembly.speaking import build_synthesizer, enabled_earcons, reply_speaker
+from edgevoice.device.config import Config, LoadedConfig
 from edgevoice.device.config.loader import default_paths, secret_values
-from edgevoice.device.config.schema import GpioOutputConfig
 from edgevoice.device.events import Event, EventBus, EventType
-from edgevoice.device.gpio import ButtonEvent, ButtonSettings, LedPattern, StatusLed, open_gpio
-from edgevoice.device.gpio_outputs import close_outputs
+from edgevoice.device.hardware.gpio import ButtonEvent, LedPattern, StatusLed, open_gpio
+from edgevoice.device.hardware.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
-from edgevoice.device.logs import scrub_secrets
-from edgevoice.device.runtime.bargein import build_barge_in
-from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
+from edgevoice.device.runtime.control import DaemonControl
+from edgevoice.device.runtime.conversation import Conversation
 from edgevoice.device.runtime.frontend import FrontEnd
-from edgevoice.device.runtime.state import ListenMode, State
+from edgevoice.device.runtime.state import State
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
-from edgevoice.device.sdnotify import Notifier
-from edgevoice.device.speaking import build_synthesizer, reply_speaker
+from edgevoice.device.system.logs import scrub_secrets
+from edgevoice.device.system.sdnotify import Notifier
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -56,18 +59,7 @@ LED_FOR_STATE = {
 RESTART_EXIT_CODE = 75  # EX_TEMPFAIL: systemd's Restart=on-failure starts us again
 
 
-def conversation_settings(config: Config) -> ConversationSettings:
-    return ConversationSettings(
-        mode=ListenMode(config.listen.mode),
-        push_to_talk=config.listen.button_mode == "hold",
-        follow_up_s=config.listen.follow_up_s,
-        session_idle_reset_s=config.conversation.session_idle_reset_s,
-        failure_phrase=config.conversation.failure_phrase,
-        log_transcripts=config.conversation.log_transcripts,
-    )
-
-
-class Daemon(DeviceActions):
+class Daemon:
     """One device: audio, hearing, agent, speaking, GPIO, MQTT, systemd."""
 
     def __init__(
@@ -109,6 +101,7 @@ class Daemon(DeviceActions):
         self.knowledge: Any = None  # a KnowledgeBase when [knowledge] enabled
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
+        self.control = DaemonControl(self)
 
     # --- life cycle -------------------------------------------------------------------
 
@@ -146,13 +139,13 @@ class Daemon(DeviceActions):
         # cost lands on the first turn.
         await asyncio.to_thread(_warm_up, synthesizer, front)
         # Memory: give the heap freed while loading and warming the engines back to the OS
-        # (malloc_trim, ~-25 MB; see device/memory.py and docs/runtime.md "Memory").
-        from edgevoice.device.memory import release_memory
+        # (malloc_trim, ~-25 MB; see device/system/memory.py and docs/runtime.md "Memory").
+        from edgevoice.device.system.memory import release_memory
 
         await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
-        earcons = Earcons(self.speaker, enabled_earcons(config), config.earcons.level)
-        self.agent = build_agent(config, self)
+        earcons = Earcons(self.speaker, enabled_earcons(config.earcons), config.earcons.level)
+        self.agent = build_agent(config, self.control)
         await self._open_knowledge()
         self.conversation = Conversation(
             bus=self.bus,
@@ -270,7 +263,7 @@ class Daemon(DeviceActions):
             self._closers.append(lambda: _remove_signals(loop))
 
     def _reload_soon(self) -> None:
-        self._spawn(self.reload())
+        self._spawn(self.control.reload())
 
     # --- GPIO -------------------------------------------------------------------------
 
@@ -280,8 +273,7 @@ class Daemon(DeviceActions):
             return
         button = None
         if gpio.button_pin >= 0:
-            button = ButtonSettings(gpio.button_pin, gpio.button_pull_up, gpio.bounce_ms,
-                                    gpio.reset_hold_s, gpio.double_press_ms)
+            button = button_settings(gpio)
         factory = self._pin_factory or _named_pin_factory(gpio.pin_factory)
         opened = open_gpio(button, gpio.led_pin if gpio.led_pin >= 0 else None, self._on_button, loop,
                            led_brightness=gpio.led_brightness, pin_factory=factory)
@@ -298,7 +290,7 @@ class Daemon(DeviceActions):
             self._open_ring(factory)
 
     def _open_ring(self, factory: Any) -> None:
-        from edgevoice.device.ledring import LedRing
+        from edgevoice.device.hardware.ledring import LedRing
 
         gpio = self.config.gpio
         try:
@@ -321,7 +313,7 @@ class Daemon(DeviceActions):
             # The running mode: listen.mode changes only with a restart.
             self._spawn(conversation.reset())
         elif event is ButtonEvent.DOUBLE_PRESSED and self.config.gpio.double_press_mutes:
-            self._spawn(self.mute(not conversation.muted))
+            self._spawn(self.control.mute(not conversation.muted))
 
     def _audio_time(self) -> float:
         return self.duplex.audio_time_s if self.duplex is not None else 0.0
@@ -350,7 +342,7 @@ class Daemon(DeviceActions):
         from edgevoice.device.mqtt.bridge import MqttBridge
 
         self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus,
-                               FleetCommands(self), self.telemetry)
+                               self.control, self.telemetry)
         await self.mqtt.start()
 
     def telemetry(self) -> Mapping[str, Any]:
@@ -362,100 +354,6 @@ class Daemon(DeviceActions):
             data["xruns"] = stats.get("overruns", 0) + stats.get("underruns", 0)
             data["audio"] = stats
         return data
-
-    # --- DeviceActions (agent tools) and CommandTarget (fleet commands) ----------------
-
-    async def set_volume(self, level: float) -> float:
-        assert self.speaker is not None
-        self.speaker.volume = level
-        self.bus.emit(EventType.VOLUME_CHANGED, level=self.speaker.volume)
-        return self.speaker.volume
-
-    async def end_conversation(self) -> None:
-        if self.conversation is not None:
-            self.conversation.end_after_reply()
-
-    async def start_over(self) -> None:
-        if self.conversation is not None:
-            self._spawn(self.conversation.reset())
-
-    async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
-        from edgevoice.device.gpio_outputs import drive_output
-
-        return await drive_output(self._outputs, output, on, self._pin_factory)
-
-    async def say(self, text: str) -> None:
-        if self.conversation is not None:
-            await self.conversation.say(text)
-
-    async def interrupt(self) -> None:
-        if self.conversation is not None:
-            await self.conversation.interrupt()
-
-    async def reset_session(self) -> None:
-        if self.conversation is not None:
-            await self.conversation.reset()
-
-    async def mute(self, mic: bool) -> None:
-        if self.conversation is not None:
-            await self.conversation.set_muted(mic)
-        self.bus.emit(EventType.MIC_MUTED, muted=mic)
-
-    async def get_config(self) -> dict[str, Any]:
-        return to_dict(self.config, redact=True)
-
-    async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
-        from edgevoice.device.config.loader import parse_override, read_toml
-        from edgevoice.device.config.persist import persist_patch
-
-        target = self._writable_config_path()
-        below = [(str(p), read_toml(p)) for p in self._lower_layers(target)]
-        above = [("--set", parse_override(text)) for text in self.overrides]
-        result = await asyncio.to_thread(persist_patch, target, patch, below=below, above=above)
-        self._apply_live(result.config)
-        return {
-            "changed": list(result.changed),
-            "restart_required": result.restart_required,
-            "restart_keys": list(result.restart_keys),
-            "revision": result.revision,
-            "path": str(target),
-        }
-
-    async def reload(self) -> None:
-        self.notifier.reloading()
-        try:
-            loaded = await asyncio.to_thread(load_config, self.config_path, self.overrides)
-        except Exception as err:
-            _LOGGER.error("reload failed, keeping the running config: %s", err)
-            self.bus.emit(EventType.ERROR, source="config", code="config_invalid", message=str(err))
-            return
-        finally:
-            self.notifier.ready()
-        restart = self._apply_live(loaded.config)
-        self.loaded = loaded
-        self.bus.emit(EventType.CONFIG_RELOADED, revision=revision(loaded.config), restart_keys=restart)
-
-    async def restart(self) -> None:
-        self._restart_requested = True
-        loop = asyncio.get_running_loop()
-        loop.call_later(0.5, self.stop)  # let the command's answer go out first
-
-    async def fetch_model(self, name: str) -> dict[str, Any]:
-        from edgevoice.models import fetch_model
-
-        location = await asyncio.to_thread(fetch_model, name, self.config.models.dir or None)
-        return location.as_dict()
-
-    async def state(self) -> dict[str, Any]:
-        conversation = self.conversation
-        return {
-            "state": str(conversation.state) if conversation else "starting",
-            "volume": self.speaker.volume if self.speaker else self.config.audio.volume,
-            "mic_muted": bool(conversation and conversation.muted),
-            "provider": self.config.llm.provider,
-            "session_id": self.agent.session_id if self.agent else None,
-            "config_revision": revision(self.config),
-        }
 
     # --- config -------------------------------------------------------------------------
 
@@ -506,53 +404,10 @@ class Daemon(DeviceActions):
             _LOGGER.info("%s %s", event.type, event.data)
 
 
-class FleetCommands:
-    """The daemon as MQTT fleet commands see it (``CommandTarget``)."""
-
-    def __init__(self, daemon: Daemon) -> None:
-        self._daemon = daemon
-
-    async def say(self, text: str) -> None:
-        await self._daemon.say(text)
-
-    async def interrupt(self) -> None:
-        await self._daemon.interrupt()
-
-    async def reset_session(self) -> None:
-        await self._daemon.reset_session()
-
-    async def set_volume(self, level: float) -> None:
-        await self._daemon.set_volume(level)
-
-    async def mute(self, mic: bool) -> None:
-        await self._daemon.mute(mic)
-
-    async def get_config(self) -> dict[str, Any]:
-        return await self._daemon.get_config()
-
-    async def set_config(self, patch: dict[str, Any]) -> dict[str, Any]:
-        return await self._daemon.set_config(patch)
-
-    async def reload(self) -> None:
-        await self._daemon.reload()
-
-    async def restart(self) -> None:
-        await self._daemon.restart()
-
-    async def fetch_model(self, name: str) -> dict[str, Any]:
-        return await self._daemon.fetch_model(name)
-
-    async def state(self) -> dict[str, Any]:
-        return await self._daemon.state()
-
-    async def knowledge_sync(self, url: str, sha256: str) -> dict[str, Any]:
-        return await self._daemon.knowledge_sync(url, sha256)
-
-
 def build_front_end(config: Config) -> FrontEnd:
     """The echo canceller and the hearing pipeline from config (loads the models)."""
-    from edgevoice.device.aec_setup import build_canceller
-    from edgevoice.device.hearing import build_listener
+    from edgevoice.device.assembly.echo import build_canceller
+    from edgevoice.device.assembly.hearing import build_listener
 
     canceller = build_canceller(config.aec)
     # The canceller's output lags the microphone (edgevoice's suppressor: one period);
@@ -565,11 +420,6 @@ def _warm_up(synthesizer: Any, front: FrontEnd) -> None:
     asr = front.listener.asr
     if asr is not None:
         asr.warm_up(audio.pcm)
-
-
-def enabled_earcons(config: Config) -> list[str]:
-    earcons = config.earcons
-    return [name for name in ("wake", "listening", "thinking", "error", "reset") if getattr(earcons, name)]
 
 
 def _named_pin_factory(name: str) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from edgevoice.audio.frames import Pcm
-from edgevoice.audio.room import SimulatedRoom
+from edgevoice.audio.io.room import SimulatedRoom
 from edgevoice.device.config import LoadedConfig
 from edgevoice.device.events import Event, EventType
 from edgevoice.device.runtime.daemon import Daemon
@@ -128,7 +128,7 @@ class Person:
 
 def synthesize_lines(config_voice: str, models_dir: str | None, script: tuple[Line, ...]) -> dict[str, Pcm]:
     """The person's lines, in the bundled voice but slower than the device speaks."""
-    from edgevoice.audio.tts_piper import PiperTts
+    from edgevoice.audio.speaking.tts_piper import PiperTts
     from edgevoice.models import ModelKind, resolve_model
 
     location = resolve_model(config_voice, ModelKind.TTS, models_dir)

@@ -23,21 +23,24 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from edgevoice.audio.bargein import BargeInSettings
-from edgevoice.audio.endpoint import EndpointSettings
-from edgevoice.audio.listener import ButtonMode, HearingEvent, Listener
-from edgevoice.audio.vad import QuietGate
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.device.aec_setup import barge_in_settings
+from edgevoice.audio.hearing.bargein import BargeInSettings
+from edgevoice.audio.hearing.endpoint import EndpointSettings
+from edgevoice.audio.hearing.listener import HearingEvent, Listener
+from edgevoice.audio.hearing.modes import ButtonMode
+from edgevoice.audio.hearing.vad import QuietGate
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.speaking.earcons import Earcon
 from edgevoice.device.agents import AgentClient
+from edgevoice.device.assembly.conversation import conversation_settings
+from edgevoice.device.assembly.echo import barge_in_settings
+from edgevoice.device.assembly.hearing import endpoint_settings
+from edgevoice.device.assembly.speaking import apply_splitting, enabled_earcons
 from edgevoice.device.config import Config
 from edgevoice.device.config.fields import check_of
 from edgevoice.device.config.sections.echo import BargeInConfig
 from edgevoice.device.events import EventType
-from edgevoice.device.hearing import endpoint_settings
 from edgevoice.device.runtime.bargein import BargeInMonitor
 from edgevoice.device.runtime.state import State
-from edgevoice.device.speaking import apply_splitting
 
 if TYPE_CHECKING:
     from edgevoice.device.runtime.daemon import Daemon
@@ -101,8 +104,6 @@ def _volume(daemon: Daemon, old: Config, new: Config) -> None:
 
 
 def _conversation(daemon: Daemon, old: Config, new: Config) -> None:
-    from edgevoice.device.runtime.daemon import conversation_settings
-
     conversation = daemon.conversation
     if conversation is None:
         return
@@ -117,12 +118,9 @@ def _splitting(daemon: Daemon, old: Config, new: Config) -> None:
 
 
 def _earcons(daemon: Daemon, old: Config, new: Config) -> None:
-    from edgevoice.audio.earcons import Earcon
-    from edgevoice.device.runtime.daemon import enabled_earcons
-
     if daemon.conversation is not None:
         earcons = daemon.conversation.earcons
-        earcons.enabled = frozenset(Earcon(name) for name in enabled_earcons(new))
+        earcons.enabled = frozenset(Earcon(name) for name in enabled_earcons(new.earcons))
         earcons.level = new.earcons.level
 
 
@@ -139,7 +137,7 @@ def _agent(daemon: Daemon, old: Config, new: Config) -> None:
     from edgevoice.device.agents import build_agent
 
     try:
-        agent = build_agent(new, daemon)
+        agent = build_agent(new, daemon.control)
     except Exception as err:
         _LOGGER.error("reload: the agent settings were not applied, keeping the running agent: %s", err)
         daemon.bus.emit(EventType.ERROR, source="config", code="agent_config_invalid", message=str(err))

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from edgevoice.audio.hearing.modes import ListenMode
+
 
 class State(StrEnum):
     IDLE = "idle"
@@ -57,12 +59,6 @@ class Action(StrEnum):
     EARCON_WAKE = "earcon_wake"
     EARCON_ERROR = "earcon_error"
     EARCON_RESET = "earcon_reset"
-
-
-class ListenMode(StrEnum):
-    ALWAYS = "always"
-    WAKEWORD = "wakeword"
-    BUTTON = "button"
 
 
 @dataclass(frozen=True, slots=True)

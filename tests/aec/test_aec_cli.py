@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from support.aec import echo_scenario, erle_db
 
-from edgevoice.audio.wavio import read_wav, write_wav
+from edgevoice.audio.io.wav import read_wav, write_wav
 from edgevoice.device.cli import main
 
 

@@ -11,7 +11,8 @@ import pytest
 from support.aec import echo_scenario, erle_db
 
 import edgevoice.audio.aec as aec_package
-from edgevoice.audio.aec import AecError, create_canceller, engine
+from edgevoice.audio.aec import AecError, create_canceller
+from edgevoice.audio.aec import kernel as aec_kernel
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
 from edgevoice.audio.aec.selftest import probe_signal
 
@@ -44,7 +45,7 @@ def _run(aec: EdgevoiceCanceller, mic: np.ndarray,
 def test_the_kernel_is_built_and_used_by_default() -> None:
     # CI installs through ./dev (gcc + python3-dev): a build that silently stopped
     # producing the extension would fall back to numpy and fail here
-    assert engine.load_kernel() is not None
+    assert aec_kernel.load_kernel() is not None
     assert EdgevoiceCanceller().compiled
     assert create_canceller("edgevoice").compiled  # type: ignore[attr-defined]
     assert not EdgevoiceCanceller(compiled=False).compiled
@@ -74,9 +75,9 @@ def test_without_the_kernel_the_numpy_path_runs_and_says_what_to_install(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setitem(sys.modules, "edgevoice.audio.aec._kernel", None)  # import fails
     monkeypatch.delattr(aec_package, "_kernel", raising=False)
-    engine._log_fallback.cache_clear()
-    assert engine.load_kernel() is None
-    with caplog.at_level(logging.INFO, logger=engine.__name__):
+    aec_kernel.log_fallback.cache_clear()
+    assert aec_kernel.load_kernel() is None
+    with caplog.at_level(logging.INFO, logger=aec_kernel.__name__):
         first = EdgevoiceCanceller()
         EdgevoiceCanceller()
     assert not first.compiled
@@ -91,7 +92,7 @@ def test_without_the_kernel_the_numpy_path_runs_and_says_what_to_install(
 
 
 def test_the_kernel_rejects_arrays_of_the_wrong_size_or_layout() -> None:
-    kernel = engine.load_kernel()
+    kernel = aec_kernel.load_kernel()
     assert kernel is not None
     w = np.zeros((25, 161), dtype=np.complex64)
     ws = np.zeros((8, 161), dtype=np.complex64)
@@ -113,7 +114,7 @@ def test_the_kernel_rejects_arrays_of_the_wrong_size_or_layout() -> None:
 
 @pytest.mark.parametrize("n", [320, 8, 10, 12, 30, 90, 4096])
 def test_the_kernels_real_ffts_match_numpy_to_float32_rounding(n: int) -> None:
-    kernel = engine.load_kernel()
+    kernel = aec_kernel.load_kernel()
     assert kernel is not None
     rng = np.random.default_rng(n)
     frames = rng.standard_normal((3, n)).astype(np.float32)
@@ -135,7 +136,7 @@ def test_the_kernels_real_ffts_match_numpy_to_float32_rounding(n: int) -> None:
 
 
 def test_the_kernels_ffts_reject_lengths_they_cannot_factor() -> None:
-    kernel = engine.load_kernel()
+    kernel = aec_kernel.load_kernel()
     assert kernel is not None
     with pytest.raises(ValueError, match="2\\^a 3\\^b 5\\^c"):
         kernel.rfft(np.zeros((1, 14), dtype=np.float32), np.zeros((1, 8), dtype=np.complex64))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgevoice.audio.bargein import (
+from edgevoice.audio.hearing.bargein import (
     After,
     BargeInDetector,
     BargeInInput,

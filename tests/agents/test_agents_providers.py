@@ -225,7 +225,7 @@ async def test_barge_in_closes_the_connection() -> None:
 
 @pytest.mark.parametrize("shape", ["sse", "text"])
 async def test_speak_first_sentence_arrives_before_the_slow_work(shape: str) -> None:
-    from edgevoice.audio.splitter import SentenceSplitter
+    from edgevoice.device.speaking.sentences import SentenceSplitter
 
     async with example_server(shape=shape, slow_work_s=0.6, heartbeat_s=0.1) as server:
         client = build_agent(make_config(llm={"provider": "agent"}, agent={"url": server.url + "/agent"}))

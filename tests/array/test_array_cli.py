@@ -12,7 +12,7 @@ from support.hearing_audio import espeak_speech
 
 from edgevoice.audio.array.doa import angle_difference_deg
 from edgevoice.audio.array.geometry import parse_geometry
-from edgevoice.audio.wavio import read_wav, write_wav
+from edgevoice.audio.io.wav import read_wav, write_wav
 from edgevoice.device.cli import main
 
 

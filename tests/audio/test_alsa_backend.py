@@ -26,11 +26,11 @@ from support.alsa_devices import (
     write_raw,
 )
 
-from edgevoice.audio.alsa import AlsaBackend
-from edgevoice.audio.duplex import DuplexLoop
 from edgevoice.audio.errors import DeviceLostError, DeviceNotFoundError
 from edgevoice.audio.frames import dbfs
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.io.alsa import AlsaBackend
+from edgevoice.audio.io.duplex import DuplexLoop
+from edgevoice.audio.speaking.playback import Speaker
 
 P = 160
 
@@ -270,7 +270,7 @@ def test_overruns_are_counted_logged_once_per_burst_and_recovered(
     backend = AlsaBackend(P, capture_device=alsa_devices.mic(mic, 2), capture_channels=2,
                           playback_device=alsa_devices.null, paced=False,
                           pcm_factory=_faulty({"overrun_reads": {3, 4, 5}}))
-    caplog.set_level(logging.WARNING, logger="edgevoice.audio.alsa")
+    caplog.set_level(logging.WARNING, logger="edgevoice.audio.io.alsa")
     with backend:
         got = _read(backend, 10)
     assert backend.stats.overruns == 3

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support.alsa_devices import AlsaDevices, install_alsa_devices
 
-from edgevoice.audio.devices import list_devices, probe_device
+from edgevoice.audio.io.devices import list_devices, probe_device
 from edgevoice.device.cli import main
 
 

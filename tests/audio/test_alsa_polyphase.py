@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from edgevoice.audio.frames import dbfs
-from edgevoice.audio.polyphase import PolyphaseResampler
+from edgevoice.audio.io.resample_polyphase import PolyphaseResampler
 
 RATES = [(48000, 16000), (44100, 16000), (32000, 16000), (22050, 16000), (8000, 16000),
          (16000, 48000), (16000, 44100), (16000, 22050)]

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgevoice.audio.backend import AudioBackend, Captured
-from edgevoice.audio.duplex import DuplexLoop
 from edgevoice.audio.errors import DeviceLostError, DeviceNotFoundError, EndOfInput
 from edgevoice.audio.frames import DuplexFrame, Pcm
-from edgevoice.audio.room import SimulatedRoom
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.io.backend import AudioBackend, Captured
+from edgevoice.audio.io.duplex import DuplexLoop
+from edgevoice.audio.io.room import SimulatedRoom
+from edgevoice.audio.speaking.playback import Speaker
 
 PERIOD = 160
 

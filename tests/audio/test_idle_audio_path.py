@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from support.alsa_devices import AlsaDevices, install_alsa_devices, read_raw, write_raw
 
-from edgevoice.audio.alsa import AlsaBackend
-from edgevoice.audio.duplex import DuplexLoop
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.io.alsa import AlsaBackend
+from edgevoice.audio.io.duplex import DuplexLoop
+from edgevoice.audio.speaking.playback import Speaker
 
 P = 160
 

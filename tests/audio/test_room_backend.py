@@ -11,8 +11,8 @@ import pytest
 
 from edgevoice.audio.errors import EndOfInput
 from edgevoice.audio.frames import dbfs
-from edgevoice.audio.room import SimulatedRoom, synthetic_impulse_response
-from edgevoice.audio.wavio import read_wav, write_wav
+from edgevoice.audio.io.room import SimulatedRoom, synthetic_impulse_response
+from edgevoice.audio.io.wav import read_wav, write_wav
 
 PERIOD = 160
 

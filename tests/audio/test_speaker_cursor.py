@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgevoice.audio.speaker import SegmentProgress, Speaker
+from edgevoice.audio.speaking.playback import SegmentProgress, Speaker
 
 P = 160
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgevoice.audio.duplex import DuplexLoop
 from edgevoice.audio.errors import EndOfInput
-from edgevoice.audio.room import SimulatedRoom
-from edgevoice.audio.speaker import Speaker
-from edgevoice.audio.wavfile import WavFileBackend
-from edgevoice.audio.wavio import read_wav, write_wav
-from edgevoice.device.audio_io import duplex_options, open_backend, parse_talkers
+from edgevoice.audio.io.duplex import DuplexLoop
+from edgevoice.audio.io.room import SimulatedRoom
+from edgevoice.audio.io.wav import read_wav, write_wav
+from edgevoice.audio.io.wav_backend import WavFileBackend
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.device.assembly.audio_io import duplex_options, open_backend, parse_talkers
 from edgevoice.device.config import ConfigError, build_config
 
 P = 160

@@ -89,7 +89,7 @@ def test_secrets_never_reach_logs(tmp_path: Path) -> None:
     script = (
         "import logging, sys\n"
         "from edgevoice.device.cli.common import load\n"
-        "from edgevoice.device.logs import setup_logging\n"
+        "from edgevoice.device.system.logs import setup_logging\n"
         "import argparse\n"
         "setup_logging()\n"
         f"load(argparse.Namespace(config={str(cfg)!r}, overrides=[]))\n"

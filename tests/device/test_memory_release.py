@@ -1,4 +1,4 @@
-"""device/memory.py: malloc_trim after the engines load, with real glibc heap memory."""
+"""device/system/memory.py: malloc_trim after the engines load, with real glibc heap memory."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from edgevoice.device import memory
+from edgevoice.device.system import memory
 
 
 @pytest.fixture(autouse=True)

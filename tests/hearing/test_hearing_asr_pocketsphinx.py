@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from support.hearing_audio import espeak_speech, frames, piper_speech
 
-from edgevoice.audio.asr import AsrError, Word, make_result
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine, lm_vocabulary, model_files
+from edgevoice.audio.hearing.asr import AsrError, Word, make_result
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine, lm_vocabulary, model_files
 from edgevoice.models import ModelKind, resolve_model
 
 PAD = np.zeros(4000, dtype=np.int16)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from support.hearing_audio import espeak_speech, frames
 
-from edgevoice.audio.asr import AsrError
-from edgevoice.audio.asr_vosk import VoskEngine
+from edgevoice.audio.hearing.asr import AsrError
+from edgevoice.audio.hearing.asr_vosk import VoskEngine
 from edgevoice.models import ModelKind, resolve_model
 
 SENTENCE = "안녕하세요 오늘 날씨가 좋습니다"

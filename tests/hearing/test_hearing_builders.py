@@ -1,4 +1,4 @@
-"""Config → hearing engines (device/hearing.py) and ``edgevoice transcribe``, on real models."""
+"""Config → hearing engines (device/assembly/hearing.py) and ``edgevoice transcribe``, on real models."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from support.hearing_audio import piper_speech
 
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.listener import ButtonMode, ListenMode
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.audio.vad_silero import SileroVad
-from edgevoice.audio.wavio import write_wav
-from edgevoice.device import hearing
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.audio.io.wav import write_wav
+from edgevoice.device.assembly import hearing
 from edgevoice.device.cli import main
 from edgevoice.device.config import ConfigError
 from edgevoice.device.config.loader import build_config
@@ -37,7 +37,7 @@ def config(**sections: dict[str, object]) -> Config:
 def test_auto_asr_falls_back_to_pocketsphinx_for_english_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="edgevoice.device.hearing"):
+    with caplog.at_level(logging.WARNING, logger="edgevoice.device.assembly.hearing"):
         loc = hearing.choose_asr_model(AsrConfig(), "en")
         again = hearing.choose_asr_model(AsrConfig(), "en-US")
     assert loc.engine == again.engine == "pocketsphinx"
@@ -125,7 +125,7 @@ def test_build_listener_from_config() -> None:
 def _wav(tmp_path: Path, text: str) -> Path:
     # Written at 22.05 kHz stereo: transcribe converts at the edge.
     speech = np.concatenate([np.zeros(4000, np.int16), piper_speech(text), np.zeros(4000, np.int16)])
-    from edgevoice.audio.resample import resample
+    from edgevoice.audio.io.resample_soxr import resample
 
     wide = resample(speech, 16000, 22050)
     path = tmp_path / "speech.wav"
@@ -162,11 +162,11 @@ def test_transcribe_reports_missing_models(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_hearing_events_name_bus_events_and_serialise() -> None:
-    from edgevoice.audio.asr import Word
-    from edgevoice.audio.listener import (
+    from edgevoice.audio.hearing.asr import Word
+    from edgevoice.audio.hearing.endpoint import SpeechStarted
+    from edgevoice.audio.hearing.listener import (
         FinalTranscript,
         PartialTranscript,
-        SpeechStarted,
         SpeechStopped,
         TurnDiscarded,
         WakeWordDetected,
@@ -174,14 +174,24 @@ def test_hearing_events_name_bus_events_and_serialise() -> None:
     from edgevoice.device.events import Event, EventType
 
     samples = [
-        SpeechStarted(1.0),
+        SpeechStarted(1.0, 1.1),
         SpeechStopped(2.0, "silence", 2.6, 0.7, np.zeros(10, np.int16)),
         WakeWordDetected(0.5, "okay_nabu", 0.9),
         PartialTranscript("turn on", 1.5),
         FinalTranscript("turn on", (Word("turn", 0.9, 1.0, 1.2), Word("on", 0.8, 1.2, 1.4)), False, 1.0, 1.4),
         TurnDiscarded("no_words", 2.6),
     ]
+    # The fields the runtime publishes (docs/events.md), from the events themselves.
+    assert [(str(EventType(e.type)), list(e.as_dict())) for e in samples] == [
+        ("input.speech.started", ["audio_s"]),
+        ("input.speech.stopped", ["audio_s", "detected_s", "reason"]),
+        ("input.wake_word", ["name", "audio_s", "probability"]),
+        ("transcript.user.delta", ["text"]),
+        ("transcript.user", ["text", "words", "low_confidence", "confidence", "start_s", "end_s"]),
+        ("input.turn.discarded", ["reason", "audio_s"]),
+    ]
     for event in samples:
-        bus_event = Event(EventType(event.event_type), event.payload())
+        bus_event = Event(event.type, event.as_dict())
         json.dumps(bus_event.as_dict())  # JSON-serialisable, as the bus requires
-    assert samples[4].payload()["words"][1] == {"word": "on", "conf": 0.8, "start": 1.2, "end": 1.4}
+    assert samples[1].as_dict() == {"audio_s": 2.0, "detected_s": 2.6, "reason": "silence"}
+    assert samples[4].as_dict()["words"][1] == {"word": "on", "conf": 0.8, "start": 1.2, "end": 1.4}

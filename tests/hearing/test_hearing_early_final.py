@@ -10,19 +10,19 @@ import pytest
 from support.asr_watch import WatchedSession
 from support.hearing_audio import frames, piper_speech, place
 
-from edgevoice.audio.asr import AsrResult, AsrSession
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.endpoint import EndpointSettings
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.listener import (
+from edgevoice.audio.hearing.asr import AsrResult, AsrSession
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.endpoint import EndpointSettings
+from edgevoice.audio.hearing.listener import (
     FinalTranscript,
     HearingEvent,
     Listener,
     PartialTranscript,
     SpeechStopped,
 )
-from edgevoice.audio.vad import VoiceActivity
-from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.audio.hearing.vad import VoiceActivity
+from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model
 
 ENDPOINT = EndpointSettings(end_silence_ms=600, pre_roll_ms=300)

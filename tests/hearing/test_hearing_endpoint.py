@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgevoice.audio.endpoint import (
+from edgevoice.audio.hearing.endpoint import (
     Endpointer,
     EndpointSettings,
     EndpointState,
     EndReason,
-    SpeechStart,
+    SpeechStarted,
     TurnEnd,
 )
 
@@ -26,7 +26,7 @@ class Stream:
     def __init__(self, endpointer: Endpointer) -> None:
         self.ep = endpointer
         self.pos = 0
-        self.events: list[SpeechStart | TurnEnd] = []
+        self.events: list[SpeechStarted | TurnEnd] = []
         self.turn_audio: list[np.ndarray] = []
         self.turns: list[np.ndarray] = []
 
@@ -42,7 +42,7 @@ class Stream:
             self.collect(self.ep.push(pcm, speech))
 
     def collect(self, step: object) -> None:
-        from edgevoice.audio.endpoint import EndpointStep
+        from edgevoice.audio.hearing.endpoint import EndpointStep
         assert isinstance(step, EndpointStep)
         if len(step.turn_audio):
             self.turn_audio.append(step.turn_audio)
@@ -64,7 +64,7 @@ def test_one_turn_has_exact_times_and_audio() -> None:
     s.push(1000, True)
     s.push(1000, False)
     start, end = s.events
-    assert start == SpeechStart(start_s=1.0, detected_s=1.1)
+    assert start == SpeechStarted(start_s=1.0, detected_s=1.1)
     assert isinstance(end, TurnEnd)
     assert end.reason == EndReason.SILENCE
     assert end.start_s == 1.0
@@ -90,7 +90,7 @@ def test_pause_shorter_than_end_silence_keeps_the_turn() -> None:
     s.push(590, False)
     s.push(500, True)
     s.push(700, False)
-    assert [type(e) for e in s.events] == [SpeechStart, TurnEnd]
+    assert [type(e) for e in s.events] == [SpeechStarted, TurnEnd]
     end = s.events[1]
     assert isinstance(end, TurnEnd)
     assert end.end_s == pytest.approx(2.09)
@@ -110,7 +110,7 @@ def test_pause_ms_counts_the_silence_after_confirmed_speech_only() -> None:
     assert s.ep.pause_ms == 0.0  # speech came back
     s.push(600, False)
     assert s.ep.pause_ms == 0.0  # the turn ended: no pause to count
-    assert [type(e) for e in s.events] == [SpeechStart, TurnEnd]
+    assert [type(e) for e in s.events] == [SpeechStarted, TurnEnd]
 
 
 def test_turn_tail_is_the_end_of_the_open_turns_audio() -> None:
@@ -133,7 +133,7 @@ def test_max_turn_cuts_a_long_turn() -> None:
     assert ends[0].reason == EndReason.MAX_TURN
     assert ends[0].end_s == pytest.approx(2.1)
     # Speech that goes on starts a new turn after the cut.
-    assert isinstance(s.events[2], SpeechStart)
+    assert isinstance(s.events[2], SpeechStarted)
 
 
 def test_pre_roll_is_clipped_at_stream_start() -> None:
@@ -161,7 +161,7 @@ def test_no_auto_start_ignores_speech_until_a_turn_is_opened() -> None:
     s.push(300, False)
     s.collect(ep.end_turn())
     start, end = s.events
-    assert isinstance(start, SpeechStart) and start.start_s == pytest.approx(4.5)
+    assert isinstance(start, SpeechStarted) and start.start_s == pytest.approx(4.5)
     assert isinstance(end, TurnEnd) and end.reason == EndReason.FORCED
     assert end.end_s == pytest.approx(5.2)
     np.testing.assert_array_equal(end.audio, expected(2.2, 5.2))
@@ -191,7 +191,7 @@ def test_settle_ignores_the_tail_of_a_wake_word() -> None:
     s.push(800, True)
     s.push(700, False)
     start, end = s.events
-    assert isinstance(start, SpeechStart) and start.start_s == pytest.approx(1.95)
+    assert isinstance(start, SpeechStarted) and start.start_s == pytest.approx(1.95)
     assert isinstance(end, TurnEnd) and end.reason == EndReason.SILENCE
     assert end.end_s == pytest.approx(2.75)
 
@@ -201,7 +201,7 @@ def test_speech_running_through_settle_counts_after_it() -> None:
     s = Stream(ep)
     s.collect(ep.start_turn(pre_roll=False, settle_ms=300))
     s.push(1000, True)
-    assert isinstance(s.events[0], SpeechStart)
+    assert isinstance(s.events[0], SpeechStarted)
     assert s.events[0].start_s == pytest.approx(0.3)
     assert s.events[0].detected_s == pytest.approx(0.4)
 
@@ -235,11 +235,11 @@ def test_invariants_hold_for_any_decisions(
     for samples, speech in chunks:
         truth = np.concatenate((truth, np.full(samples, speech)))
         s.push(samples * 1000 / SR, speech, chunk_ms=samples * 1000 / SR)
-    open_start: SpeechStart | None = None
+    open_start: SpeechStarted | None = None
     previous_end = 0
     turns = iter(s.turns)
     for event in s.events:
-        if isinstance(event, SpeechStart):
+        if isinstance(event, SpeechStarted):
             assert open_start is None, "two starts without an end"
             open_start = event
             a, b = round(event.start_s * SR), round(event.detected_s * SR)

@@ -12,13 +12,13 @@ import pytest
 from support.asr_watch import WatchedSession
 from support.hearing_audio import frames, piper_speech, place
 
-from edgevoice.audio.asr import AsrSession
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.endpoint import EndpointSettings
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.listener import FinalTranscript, HearingEvent, Listener, SpeechStarted
-from edgevoice.audio.vad import VoiceActivity
-from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.audio.hearing.asr import AsrSession
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.endpoint import EndpointSettings, SpeechStarted
+from edgevoice.audio.hearing.listener import FinalTranscript, HearingEvent, Listener
+from edgevoice.audio.hearing.vad import VoiceActivity
+from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model
 
 

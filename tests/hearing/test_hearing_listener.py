@@ -8,25 +8,23 @@ import numpy as np
 import pytest
 from support.hearing_audio import frames, piper_speech, place
 
-from edgevoice.audio.asr import AsrEngine, AsrResult, AsrSession, make_result
-from edgevoice.audio.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.endpoint import EndpointSettings
 from edgevoice.audio.frames import Pcm
-from edgevoice.audio.listener import (
-    ButtonMode,
+from edgevoice.audio.hearing.asr import AsrEngine, AsrResult, AsrSession, make_result
+from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.endpoint import EndpointSettings, SpeechStarted
+from edgevoice.audio.hearing.listener import (
     FinalTranscript,
     HearingEvent,
     Listener,
-    ListenMode,
     PartialTranscript,
-    SpeechStarted,
     SpeechStopped,
     TurnDiscarded,
     WakeWordDetected,
 )
-from edgevoice.audio.vad import QuietGate, VoiceActivity
-from edgevoice.audio.vad_silero import SileroVad
-from edgevoice.audio.wakeword import WakeWordDetection, WakeWordDetector
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.hearing.vad import QuietGate, VoiceActivity
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.audio.hearing.wakeword import WakeWordDetection, WakeWordDetector
 from edgevoice.models import ModelKind, resolve_model
 
 COMMANDS = ("turn on the light", "turn off the light", "what is the time", "play some music")
@@ -69,14 +67,14 @@ def test_always_mode_streams_partials_then_a_final_on_the_audio_clock(asr: Pocke
     assert kinds(events) == [SpeechStarted, SpeechStopped, FinalTranscript]
     started = events[0]
     assert isinstance(started, SpeechStarted)
-    assert abs(started.t - (100.0 + onset)) <= 0.1
+    assert abs(started.start_s - (100.0 + onset)) <= 0.1
     partials = [e for e in events if isinstance(e, PartialTranscript)]
     assert partials, "streaming mode gives partials while the person speaks"
     stop_index = next(i for i, e in enumerate(events) if isinstance(e, SpeechStopped))
     assert all(events.index(p) < stop_index for p in partials)
     stopped = events[stop_index]
     assert isinstance(stopped, SpeechStopped) and stopped.reason == "silence"
-    assert stopped.audio_start == pytest.approx(started.t - 0.3, abs=0.001)  # the pre-roll
+    assert stopped.audio_start == pytest.approx(started.start_s - 0.3, abs=0.001)  # the pre-roll
     (final,) = finals(events)
     assert final.text == "turn on the light"
     assert abs(final.start - (100.0 + onset)) <= 0.1
@@ -104,7 +102,7 @@ def test_wakeword_mode_turn_follows_the_wake_word(asr: PocketsphinxEngine) -> No
     detected, started = events[0], events[1]
     assert isinstance(detected, WakeWordDetected) and detected.name == "okay_nabu"
     assert isinstance(started, SpeechStarted)
-    assert abs(started.t - at) <= 0.1  # the command, not the wake word's tail
+    assert abs(started.start_s - at) <= 0.1  # the command, not the wake word's tail
     assert finals(events)[0].text == "turn off the light"
 
 

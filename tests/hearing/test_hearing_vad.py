@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from support.hearing_audio import frames, noise, piper_speech, place, rms_dbfs
 
-from edgevoice.audio.endpoint import Endpointer, EndpointSettings, EndReason, SpeechStart, TurnEnd
-from edgevoice.audio.vad import QuietGate, SpeechGate, VoiceActivity
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.audio.hearing.endpoint import Endpointer, EndpointSettings, EndReason, SpeechStarted, TurnEnd
+from edgevoice.audio.hearing.vad import QuietGate, SpeechGate, VoiceActivity
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model
 
 SENTENCES = (
@@ -24,9 +24,9 @@ def silero_path() -> str:
     return str(resolve_model("silero-vad", ModelKind.VAD).path)
 
 
-def run(vad: VoiceActivity, audio: np.ndarray, settings: EndpointSettings) -> list[SpeechStart | TurnEnd]:
+def run(vad: VoiceActivity, audio: np.ndarray, settings: EndpointSettings) -> list[SpeechStarted | TurnEnd]:
     endpointer = Endpointer(settings)
-    events: list[SpeechStart | TurnEnd] = []
+    events: list[SpeechStarted | TurnEnd] = []
     for frame in frames(audio):
         for window in vad.process(frame):
             events.extend(endpointer.push(window.pcm, window.speech).events)
@@ -41,9 +41,9 @@ def test_silero_finds_onset_and_end_of_turn(silero_path: str, sentence: str, snr
     (onset, offset), = scene.spans
     events = run(VoiceActivity(SileroVad(silero_path)), scene.audio,
                  EndpointSettings(end_silence_ms=END_SILENCE_MS))
-    assert [type(e) for e in events] == [SpeechStart, TurnEnd], events
+    assert [type(e) for e in events] == [SpeechStarted, TurnEnd], events
     start, end = events
-    assert isinstance(start, SpeechStart) and isinstance(end, TurnEnd)
+    assert isinstance(start, SpeechStarted) and isinstance(end, TurnEnd)
     assert abs(start.start_s - onset) <= 0.100
     assert end.reason == EndReason.SILENCE
     assert end.detected_s - offset <= (END_SILENCE_MS + 150) / 1000
@@ -57,7 +57,7 @@ def test_two_utterances_are_two_turns(silero_path: str) -> None:
     a, b = (piper_speech(s) for s in SENTENCES)
     scene = place([(0.5, a), (0.5 + len(a) / 16000 + 1.5, b)], 12.0, snr_db=40.0, seed=4)
     events = run(VoiceActivity(SileroVad(silero_path)), scene.audio, EndpointSettings())
-    starts = [e.start_s for e in events if isinstance(e, SpeechStart)]
+    starts = [e.start_s for e in events if isinstance(e, SpeechStarted)]
     assert len(starts) == 2
     for found, (onset, _) in zip(starts, scene.spans, strict=True):
         assert abs(found - onset) <= 0.100
@@ -107,7 +107,7 @@ def test_energy_vad_finds_speech_in_quiet_noise() -> None:
     events = run(VoiceActivity(EnergyVad(), threshold=0.5, release_threshold=0.3), scene.audio,
                  EndpointSettings(end_silence_ms=END_SILENCE_MS))
     (onset, offset), = scene.spans
-    starts = [e for e in events if isinstance(e, SpeechStart)]
+    starts = [e for e in events if isinstance(e, SpeechStarted)]
     ends = [e for e in events if isinstance(e, TurnEnd)]
     assert len(starts) == 1 and len(ends) == 1
     assert abs(starts[0].start_s - onset) <= 0.100
@@ -142,7 +142,7 @@ def test_the_quiet_gate_spares_the_model_and_finds_the_same_turn(silero_path: st
     gated.economy = True
     settings = EndpointSettings(end_silence_ms=END_SILENCE_MS)
     expected, found = run(plain, scene.audio, settings), run(gated, scene.audio, settings)
-    assert [type(e) for e in found] == [SpeechStart, TurnEnd] == [type(e) for e in expected]
+    assert [type(e) for e in found] == [SpeechStarted, TurnEnd] == [type(e) for e in expected]
     assert abs(found[0].start_s - expected[0].start_s) <= 0.032 + 1e-9  # at most one window later
     assert isinstance(found[1], TurnEnd) and isinstance(expected[1], TurnEnd)
     assert abs(found[1].detected_s - expected[1].detected_s) <= 0.064 + 1e-9

@@ -1,4 +1,4 @@
-"""Silero's state reset against drift over a long stream (audio/vad_silero.py, "State
+"""Silero's state reset against drift over a long stream (audio/hearing/vad_silero.py, "State
 drift"): the reset does not cost the onset of a person talking over the device (the
 echo canceller's output in the simulated room: the device talks for 20 s, then a person
 over it), and it happens exactly after ``state_reset_s`` of quiet. The drift itself is
@@ -12,9 +12,9 @@ import pytest
 from support.hearing_audio import espeak_speech, piper_speech, rms_dbfs
 
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
-from edgevoice.audio.room import SimulatedRoom
-from edgevoice.audio.vad import VadError
-from edgevoice.audio.vad_silero import WINDOW, SileroVad, reset_windows
+from edgevoice.audio.hearing.vad import VadError
+from edgevoice.audio.hearing.vad_silero import WINDOW, SileroVad, reset_windows
+from edgevoice.audio.io.room import SimulatedRoom
 from edgevoice.models import ModelKind, resolve_model
 
 PERIOD = 160

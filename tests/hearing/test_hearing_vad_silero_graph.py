@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgevoice.audio.vad_silero import CONTEXT, WINDOW, SileroVad, sixteen_khz_graph
+from edgevoice.audio.hearing.vad_silero import CONTEXT, WINDOW, SileroVad, sixteen_khz_graph
 from edgevoice.models import ModelKind, resolve_model
 
 

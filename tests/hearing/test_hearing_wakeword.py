@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from support.hearing_audio import frames, piper_speech, place
 
-from edgevoice.audio.wakeword import WakeWordDetector, WakeWordError, WakeWordManifest
+from edgevoice.audio.hearing.wakeword import WakeWordDetector, WakeWordError, WakeWordManifest
 from edgevoice.models import ModelKind, resolve_model
 
 OTHER_SPEECH = (

@@ -22,7 +22,7 @@ from support.mqtt_fakes import Observer, await_until, device_config, mqtt_config
 from edgevoice.device.config import load_config
 from edgevoice.device.knowledge import KnowledgeBase
 from edgevoice.device.mqtt.bridge import MqttBridge
-from edgevoice.device.runtime.daemon import Daemon, FleetCommands
+from edgevoice.device.runtime.daemon import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
 MUSEUM = ROOT / "examples" / "knowledge" / "museum"
@@ -54,7 +54,7 @@ async def kiosk(broker: Broker, tmp_path: Path, *, knowledge: bool = True
     assert (daemon.knowledge is not None) == knowledge
     daemon.bus.bind(asyncio.get_running_loop())
     bridge = MqttBridge(mqtt_config(broker, "dev1"), device_config(), "dev1", daemon.bus,
-                        FleetCommands(daemon), None)
+                        daemon.control, None)
     await bridge.start()
     observer = Observer(broker)
     observer.subscribe("edgevoice/reply/test")

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from support.mqtt_fakes import FakeTarget
 
+from edgevoice.device.control import DeviceControl
 from edgevoice.device.events import EventBus
-from edgevoice.device.mqtt.commands import COMMAND_ARGS, CommandRouter, CommandTarget, ErrorCode
+from edgevoice.device.mqtt.commands import COMMAND_ARGS, CommandRouter, ErrorCode
 from edgevoice.device.mqtt.discovery import discovery_messages
 from edgevoice.device.mqtt.ratelimit import TokenBucket
 from edgevoice.device.mqtt.topics import TopicError, Topics, device_of
+from edgevoice.device.runtime.control import DaemonControl
 
 
 class Clock:
@@ -30,8 +32,11 @@ def router(tmp_path: Path, clock: Clock, rate: float = 1.0,
     return CommandRouter(target, device_id="dev1", rate=rate, burst=burst, clock=clock), target
 
 
-def test_fake_target_implements_the_protocol(tmp_path: Path) -> None:
-    assert isinstance(FakeTarget(EventBus(), tmp_path / "c.toml"), CommandTarget)
+def test_every_fleet_command_is_a_method_of_the_one_control_facade() -> None:
+    # ping is answered by the router itself
+    assert set(COMMAND_ARGS) - {"ping"} <= DeviceControl.__abstractmethods__
+    # the daemon's control and the fake implement all of it (they could not be made otherwise)
+    assert not DaemonControl.__abstractmethods__ and not FakeTarget.__abstractmethods__
 
 
 async def test_rate_limit_refills_with_time(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from edgevoice.device.sysinfo import (
+from edgevoice.device.system.sysinfo import (
     SystemSampler,
     cpu_percent,
     parse_get_throttled,

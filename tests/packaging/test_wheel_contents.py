@@ -73,8 +73,8 @@ def test_the_daemon_and_the_presets_are_in_the_wheel(built_wheel: Path) -> None:
     # (``edgevoice run``) and the profile presets that lived beside the image scripts
     names = set(zipfile.ZipFile(built_wheel).namelist())
     assert "edgevoice/device/runtime/daemon.py" in names
-    assert "edgevoice/device/presets/profiles/respeaker-4mic.toml" in names
-    assert "edgevoice/device/presets/alsa/62-edgevoice-respeaker-4mic.conf" in names
+    assert "edgevoice/device/hardware/presets/profiles/respeaker-4mic.toml" in names
+    assert "edgevoice/device/hardware/presets/alsa/62-edgevoice-respeaker-4mic.conf" in names
     assert "edgevoice/models/manifest.json" in names
 
 
@@ -87,6 +87,6 @@ def test_the_expected_list_sees_a_missing_subpackage(tmp_path: Path) -> None:
     # the comparison itself must be able to fail: a wheel without the runtime package
     expected = expected_wheel_files()
     assert "edgevoice/device/runtime/daemon.py" in expected
-    assert "edgevoice/device/presets/profiles/respeaker-4mic.toml" in expected
+    assert "edgevoice/device/hardware/presets/profiles/respeaker-4mic.toml" in expected
     pruned = {name for name in expected if not name.startswith("edgevoice/device/runtime/")}
     assert expected - pruned

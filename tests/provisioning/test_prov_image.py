@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from edgevoice.device.cli import main
-from edgevoice.device.profiles import PROFILES, Hardware, read_hardware, suggest
+from edgevoice.device.hardware.profiles import PROFILES, Hardware, read_hardware, suggest
 
 REPO = Path(__file__).resolve().parents[2]
 IMAGE = REPO / "image"
-PRESETS = REPO / "device" / "presets"
+PRESETS = REPO / "device" / "hardware" / "presets"
 UNITS = ("edgevoice.service", "edgevoice-provision.service")
 # Exposure thresholds (0 = locked down, 10 = none). The daemon must reach ALSA, GPIO and
 # the network; provisioning writes /etc as root and sets the hostname and Wi-Fi domain.

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from gpiozero.pins.mock import MockFactory, MockPWMPin
 
-from edgevoice.device.gpio import (
+from edgevoice.device.hardware.gpio import (
     ButtonEvent,
     ButtonSettings,
     LedPattern,
@@ -117,7 +117,7 @@ def test_real_gpiozero_without_a_pi_disables_gpio_cleanly(caplog: pytest.LogCapt
     # chip on this machine. The daemon must carry on without button and LED.
     loop = asyncio.new_event_loop()
     try:
-        with caplog.at_level("WARNING", logger="edgevoice.device.gpio"):
+        with caplog.at_level("WARNING", logger="edgevoice.device.hardware.gpio"):
             result = open_gpio(ButtonSettings(pin=17), None, lambda e, d: None, loop)
     finally:
         loop.close()

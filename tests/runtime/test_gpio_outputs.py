@@ -6,7 +6,7 @@ import pytest
 from gpiozero.pins.mock import MockFactory
 
 from edgevoice.device.config.schema import GpioOutputConfig
-from edgevoice.device.gpio_outputs import GpioOutputError, close_outputs, drive_output
+from edgevoice.device.hardware.gpio_outputs import GpioOutputError, close_outputs, drive_output
 
 
 async def test_pulse_toggle_and_switch_drive_the_pin() -> None:

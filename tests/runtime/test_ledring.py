@@ -10,8 +10,8 @@ import pytest
 from gpiozero import Device
 from gpiozero.pins.mock import MockFactory, MockSPIDevice
 
-from edgevoice.device.gpio import LedPattern
-from edgevoice.device.ledring import BLUE, LedRing, apa102_frame, pattern_colors
+from edgevoice.device.hardware.gpio import LedPattern
+from edgevoice.device.hardware.ledring import BLUE, LedRing, apa102_frame, pattern_colors
 
 
 @pytest.fixture

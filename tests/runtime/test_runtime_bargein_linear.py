@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from support.hearing_audio import frames, piper_speech, place
 
-from edgevoice.audio.bargein import BargeInDetector, BargeInSettings
 from edgevoice.audio.frames import Pcm
-from edgevoice.audio.vad import VadEngine, VadWindow
-from edgevoice.audio.vad_energy import EnergyVad
-from edgevoice.audio.vad_silero import SileroVad
+from edgevoice.audio.hearing.bargein import BargeInDetector, BargeInSettings
+from edgevoice.audio.hearing.vad import VadEngine, VadWindow
+from edgevoice.audio.hearing.vad_energy import EnergyVad
+from edgevoice.audio.hearing.vad_silero import SileroVad
+from edgevoice.device.assembly.echo import build_barge_in
 from edgevoice.device.config.schema import BargeInConfig
-from edgevoice.device.runtime.bargein import BargeInMonitor, build_barge_in
+from edgevoice.device.runtime.bargein import BargeInMonitor
 from edgevoice.models import ModelKind, resolve_model
 
 WINDOW = 512

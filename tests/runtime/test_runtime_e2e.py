@@ -14,9 +14,9 @@ from gpiozero.pins.mock import MockFactory
 from support.agent_server import example_server
 from support.device_harness import WAKE_PHRASE, running_device
 
-from edgevoice.audio.wavio import read_wav
+from edgevoice.audio.io.wav import read_wav
 from edgevoice.device.events import EventType
-from edgevoice.device.sdnotify import Notifier
+from edgevoice.device.system.sdnotify import Notifier
 
 
 @pytest.mark.parametrize("shape", ["sse", "text", "json"])
@@ -115,7 +115,7 @@ async def test_reset_rotates_the_session_and_keeps_the_resource(tmp_path: Path) 
         async with running_device(tmp_path, overrides) as device:
             device.say("hello there")
             await device.wait_for(EventType.REPLY_DONE)
-            await device.daemon.reset_session()
+            await device.daemon.control.reset_session()
             reset = await device.wait_for(EventType.SESSION_RESET)
             device.say("hello there", after_s=0.5)
             await device.wait_for(EventType.REPLY_DONE)

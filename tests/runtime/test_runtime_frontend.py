@@ -6,7 +6,7 @@ import numpy as np
 from support.hearing_audio import frames, noise, piper_speech
 
 from edgevoice.audio.frames import DuplexFrame, Pcm
-from edgevoice.audio.listener import SpeechStarted
+from edgevoice.audio.hearing.endpoint import SpeechStarted
 from edgevoice.device.config.loader import build_config
 from edgevoice.device.runtime.daemon import build_front_end
 from edgevoice.device.runtime.frontend import FrontEnd
@@ -36,7 +36,7 @@ def test_an_idle_front_end_skips_the_quiet_room_and_still_hears_speech() -> None
     events = feed(front, scene, idle=True, start=600)
     started = [e for e in events if isinstance(e, SpeechStarted)]
     assert len(started) == 1
-    assert abs(started[0].t - 6.0) <= 0.15  # speech began at 6.0 s of the stream
+    assert abs(started[0].start_s - 6.0) <= 0.15  # speech began at 6.0 s of the stream
     front.close()
 
 
@@ -58,7 +58,7 @@ def test_turns_carry_the_cancellers_linear_output() -> None:
 
 
 def test_while_the_device_speaks_the_recognizer_waits_for_the_barge_in_decision() -> None:
-    from edgevoice.audio.bargein import BargeInDetector, BargeInSettings
+    from edgevoice.audio.hearing.bargein import BargeInDetector, BargeInSettings
     from edgevoice.device.runtime.bargein import BargeInMonitor
 
     front = build_front_end(build_config([("test", {"asr": {"engine": "pocketsphinx"}})]))

@@ -7,7 +7,7 @@ import numpy as np
 from support.hearing_audio import noise
 
 from edgevoice.audio.frames import DuplexFrame
-from edgevoice.audio.speaker import Speaker
+from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.config.loader import build_config
 from edgevoice.device.runtime.daemon import build_front_end
 

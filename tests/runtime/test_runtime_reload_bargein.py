@@ -16,7 +16,7 @@ async def test_reloaded_barge_in_settings_reach_the_running_detector(tmp_path: P
         detector = daemon.conversation.barge_in.detector
         assert detector.settings.min_speech_ms == 150 and detector.settings.max_suppression_db == 6.0
         (tmp_path / "config.toml").write_text("[barge_in]\nmin_speech_ms = 300\nmax_suppression_db = 9.5\n")
-        await daemon.reload()
+        await daemon.control.reload()
         for _ in range(200):  # applied before the front end's next frame
             if detector.settings.min_speech_ms == 300:
                 break

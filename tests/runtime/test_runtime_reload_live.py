@@ -12,8 +12,8 @@ from pathlib import Path
 
 from support.device_harness import running_device
 
-from edgevoice.audio.earcons import Earcon
-from edgevoice.audio.listener import ButtonMode, ListenMode
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.speaking.earcons import Earcon
 from edgevoice.device.agents.agent_http import HttpAgentClient
 from edgevoice.device.agents.base import Exchange
 from edgevoice.device.events import EventType
@@ -48,7 +48,7 @@ async def test_reload_reaches_the_listener_earcons_synthesizer_and_agent(tmp_pat
             "[tts]\nmax_chunk_chars = 80\n"
             "[device]\nresource_id = \"kitchen\"\n[llm]\nsystem_prompt = \"Answer in one word.\"\n"
         )
-        await daemon.reload()
+        await daemon.control.reload()
         await _until(lambda: vad.gate.threshold == 0.7, "vad.threshold")
         assert vad.gate.release_threshold == 0.3
         assert vad.quiet is None  # idle_gate_db = 0: score everything
@@ -76,7 +76,7 @@ async def test_set_config_reports_restart_keys_and_applies_the_live_ones(tmp_pat
         assert conversation is not None
         listener = conversation.front.listener
         engine = listener.vad.engine
-        result = await daemon.set_config({
+        result = await daemon.control.set_config({
             "vad": {"engine": "energy"},
             "listen": {"mode": "wakeword"},
             "endpoint": {"pre_roll_ms": 500},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edgevoice.device.sdnotify import Notifier
+from edgevoice.device.system.sdnotify import Notifier
 
 
 @pytest.fixture

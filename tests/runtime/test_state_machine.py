@@ -6,15 +6,8 @@ import itertools
 
 import pytest
 
-from edgevoice.device.runtime.state import (
-    Action,
-    Context,
-    Input,
-    ListenMode,
-    State,
-    Transition,
-    transition,
-)
+from edgevoice.audio.hearing.modes import ListenMode
+from edgevoice.device.runtime.state import Action, Context, Input, State, Transition, transition
 
 CONTEXTS = [
     Context(mode, follow_up, ptt)

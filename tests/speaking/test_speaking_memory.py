@@ -10,12 +10,12 @@ from collections.abc import Callable
 import numpy as np
 from support.speaking import PERIOD, PlaybackDriver, piper_engine, stream_text
 
-from edgevoice.audio.speaker import Speaker
-from edgevoice.audio.tts import Synthesizer, TtsAudio, TtsEngine
-from edgevoice.audio.tts_piper import PiperTts
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, TtsEngine
+from edgevoice.audio.speaking.tts_piper import PiperTts
 from edgevoice.device.events import EventBus
-from edgevoice.device.memory import release_memory, resident_mb
-from edgevoice.device.speaking import ReplySpeaker, ReplyStatus
+from edgevoice.device.speaking.reply import ReplySpeaker, ReplyStatus
+from edgevoice.device.system.memory import release_memory, resident_mb
 from edgevoice.models import ModelKind, resolve_model
 
 LONG = ("The forecast for tomorrow morning says light rain along the coast, clearing by "

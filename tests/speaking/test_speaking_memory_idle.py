@@ -8,10 +8,10 @@ import threading
 
 import numpy as np
 
-from edgevoice.audio.tts import Synthesizer, TtsAudio, TtsEngine
-from edgevoice.audio.tts_piper import PiperTts
+from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, TtsEngine
+from edgevoice.audio.speaking.tts_piper import PiperTts
 from edgevoice.device.events import EventBus, EventType
-from edgevoice.device.memory import IdleRelease, release_memory, resident_mb
+from edgevoice.device.system.memory import IdleRelease, release_memory, resident_mb
 from edgevoice.models import ModelKind, resolve_model
 
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from support.speaking import PERIOD, PlaybackDriver, piper_engine, stream_text
 
-from edgevoice.audio.heard import heard_text
-from edgevoice.audio.speaker import Speaker
-from edgevoice.audio.tts import Synthesizer
+from edgevoice.audio.speaking.heard import heard_text
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.audio.speaking.tts import Synthesizer
 from edgevoice.device.events import Event, EventBus
-from edgevoice.device.speaking import ReplySpeaker, ReplyStatus
+from edgevoice.device.speaking.reply import ReplyOutcome, ReplySpeaker, ReplyStatus
 
 SENTENCES = [
     "The weather today is sunny and warm.",
@@ -82,7 +82,9 @@ async def test_cancel_mid_reply_stops_within_one_period_and_leaves_nothing() -> 
     speaker, replies, events = _setup(gap_ms=50)
     driver = PlaybackDriver(speaker)
     driver.start()
-    task = asyncio.create_task(replies.speak(stream_text([" ".join(SENTENCES)]), "u2"))
+    outcomes: list[ReplyOutcome] = []
+    task = asyncio.create_task(replies.speak(stream_text([" ".join(SENTENCES)]), "u2",
+                                             on_outcome=outcomes.append))
     try:
         # Let it play into the second sentence.
         await _until(lambda: len(speaker.progress("u2")) >= 2
@@ -105,7 +107,8 @@ async def test_cancel_mid_reply_stops_within_one_period_and_leaves_nothing() -> 
     heard = done[0].data["heard_text"]
     assert heard.startswith(SENTENCES[0] + " ")
     assert SENTENCES[1].startswith(heard[len(SENTENCES[0]) + 1 :])
-    assert replies.last_outcome is not None and replies.last_outcome.heard_text == heard
+    # the caller gets the interrupted outcome back, the same the event says
+    assert [(o.status, o.heard_text) for o in outcomes] == [(ReplyStatus.INTERRUPTED, heard)]
 
 
 async def test_heard_text_matches_recorded_audio_at_cut_points() -> None:

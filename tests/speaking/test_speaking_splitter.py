@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgevoice.audio.splitter import SentenceSplitter, split_sentences
+from edgevoice.device.speaking.sentences import SentenceSplitter, split_sentences
 
 CASES: list[tuple[str, list[str]]] = [
     ("Hello there. How are you? I am fine!", ["Hello there.", "How are you?", "I am fine!"]),

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgevoice.audio.earcons import Earcon, Earcons, earcon_pcm
-from edgevoice.audio.heard import heard_part, heard_sentences, heard_text
-from edgevoice.audio.speakable import SpeakableSplitter, speakable, url_to_speech
-from edgevoice.audio.speaker import SegmentProgress, Speaker
-from edgevoice.audio.tts import chunk_text, proportional_word_ends
+from edgevoice.audio.speaking.earcons import Earcon, Earcons, earcon_pcm
+from edgevoice.audio.speaking.heard import heard_part, heard_sentences, heard_text
+from edgevoice.audio.speaking.playback import SegmentProgress, Speaker
+from edgevoice.audio.speaking.tts import chunk_text, proportional_word_ends
+from edgevoice.device.speaking.markdown import SpeakableSplitter, speakable, url_to_speech
 
 MARKDOWN = """# Weather today
 It is **sunny** and _warm_. See [the forecast](https://weather.example.com/x?y=1) for more.

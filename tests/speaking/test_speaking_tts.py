@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from support.speaking import piper_engine
 
-from edgevoice.audio.tts import Synthesizer, TtsAudio, TtsEngine, chunk_text
-from edgevoice.audio.wavio import read_wav
+from edgevoice.audio.io.wav import read_wav
+from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, TtsEngine, chunk_text
 from edgevoice.device.cli import main
 
 LONG = ("When the rain finally stops, which the forecast says should happen around noon, "

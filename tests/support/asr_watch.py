@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from edgevoice.audio.asr import AsrResult, AsrSession
 from edgevoice.audio.frames import Pcm
+from edgevoice.audio.hearing.asr import AsrResult, AsrSession
 
 
 class WatchedSession(AsrSession):

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from edgevoice.audio.frames import Pcm
-from edgevoice.audio.room import SimulatedRoom
+from edgevoice.audio.io.room import SimulatedRoom
 from edgevoice.device.config import load_config
 from edgevoice.device.events import Event
 from edgevoice.device.runtime.daemon import Daemon
-from edgevoice.device.sdnotify import Notifier
+from edgevoice.device.system.sdnotify import Notifier
 
 # Every line a test person says: the ASR runs in phrase-list mode over them, so the
 # contract's "text is exactly what the person said" can be checked exactly.
@@ -51,7 +51,7 @@ def voice(text: str) -> Pcm:
 def _engine(path: str) -> Any:
     from piper.config import SynthesisConfig
 
-    from edgevoice.audio.tts_piper import PiperTts
+    from edgevoice.audio.speaking.tts_piper import PiperTts
 
     engine = PiperTts(Path(path), threads=1, length_scale=1.15, volume=1.0, voice_name="person")
     # The same person every run: piper's VITS noise is random, and now and then a random

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.resample import resample
-from edgevoice.audio.wavio import read_wav
+from edgevoice.audio.io.resample_soxr import resample
+from edgevoice.audio.io.wav import read_wav
 from edgevoice.models import ModelKind, resolve_model
 
 

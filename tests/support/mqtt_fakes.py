@@ -22,14 +22,15 @@ from support.mosquitto import Broker, password_of
 
 from edgevoice.device.config.loader import build_config, read_toml, revision, to_dict
 from edgevoice.device.config.persist import persist_patch
-from edgevoice.device.config.schema import DeviceConfig, MqttConfig
+from edgevoice.device.config.schema import DeviceConfig, GpioOutputConfig, MqttConfig
+from edgevoice.device.control import DeviceControl
 from edgevoice.device.events import EventBus, EventType
 from edgevoice.device.mqtt import MqttBridge
-from edgevoice.device.mqtt.commands import CommandTarget, fetch_model_in_thread
+from edgevoice.device.mqtt.commands import fetch_model_in_thread
 from edgevoice.device.mqtt.telemetry import TelemetrySource
 
 
-class FakeTarget(CommandTarget):
+class FakeTarget(DeviceControl):
     """Implements the runtime's side for real: state held here, config persisted to a
     real file with :func:`persist_patch`, events emitted on the bus."""
 
@@ -66,9 +67,19 @@ class FakeTarget(CommandTarget):
         self.sessions += 1
         self.bus.emit(EventType.SESSION_RESET, session=self.sessions)
 
-    async def set_volume(self, level: float) -> None:
+    async def set_volume(self, level: float) -> float:
         self.volume = level
         self.bus.emit(EventType.VOLUME_CHANGED, volume=level)
+        return level
+
+    async def end_conversation(self) -> None:
+        self.conversation = "idle"
+
+    async def start_over(self) -> None:
+        await self.reset_session()
+
+    async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
+        raise NotImplementedError("the MQTT fake drives no pins")  # no MQTT command reaches it
 
     async def mute(self, mic: bool) -> None:
         self.mic_muted = mic

@@ -10,8 +10,8 @@ from functools import lru_cache
 import numpy as np
 
 from edgevoice.audio.frames import Pcm
-from edgevoice.audio.speaker import Speaker
-from edgevoice.audio.tts_piper import PiperTts
+from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.audio.speaking.tts_piper import PiperTts
 from edgevoice.models import ModelKind, resolve_model
 
 PERIOD = 160  # 10 ms at 16 kHz

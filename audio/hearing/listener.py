@@ -1,0 +1,452 @@
+"""The hearing pipeline: frames in, typed events out.
+
+:class:`Listener` chains the VAD, the endpointer, the wake word detector and the
+ASR engine. It is synchronous and has no clock of its own: time is the audio clock
+(samples fed, plus ``origin_s``), so it runs in whatever thread feeds it and is
+tested by feeding it audio. Each event knows its bus ``type`` and its fields
+(``as_dict()``), and the runtime publishes it as it is (``bus.announce(event)``):
+
+=========================  ===========================
+``SpeechStarted``          ``input.speech.started`` (the endpointer's, on the audio clock)
+``SpeechStopped``          ``input.speech.stopped``
+``WakeWordDetected``       ``input.wake_word``
+``PartialTranscript``      ``transcript.user.delta``
+``FinalTranscript``        ``transcript.user``
+``TurnDiscarded``          ``input.turn.discarded``
+=========================  ===========================
+
+Modes: ``always`` (every detected turn is a user turn), ``wakeword`` (a turn follows
+the wake word; :meth:`Listener.open_follow_up` accepts one more turn without it for
+``follow_up_s``), ``button`` (push-to-talk: hold to talk, or press to start and the
+VAD ends the turn). With ``streaming`` the ASR decodes while the person speaks
+(partials, and the final comes right after the end of speech); without it the turn
+is decoded in one go at its end. Turn audio includes the pre-roll.
+
+Early final (``early_final_ms``, streaming and free-form only): the recognizer's final
+pass runs once the speech has paused that long, inside the silence that ends the turn,
+so the transcript is ready the moment the turn ends instead of a final pass later. If
+the person goes on, a new session takes the audio from shortly before the speech came
+back, and the turn's transcript joins the pieces (word times on the one audio clock).
+Phrase grammars are matched whole, so there the final pass waits for the turn's end.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from edgevoice.audio.frames import Pcm
+from edgevoice.audio.hearing.asr import AsrEngine, AsrResult, AsrSession, Word, make_result
+from edgevoice.audio.hearing.endpoint import (
+    Endpointer,
+    EndpointSettings,
+    EndpointState,
+    EndpointStep,
+    EndReason,
+    SpeechStarted,
+    TurnEnd,
+)
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.hearing.vad import VoiceActivity
+from edgevoice.audio.hearing.wakeword import WakeWordDetection, WakeWordDetector
+
+_LOGGER = logging.getLogger(__name__)
+
+# While the VAD's quiet gate sleeps (nothing above the room's noise floor, nobody
+# talking, nothing playing) the wake word model rests too; the audio of this long
+# before the gate wakes is what it hears first, so the start of the wake word is in it.
+WAKE_CONTEXT_S = 0.3
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SpeechStopped:
+    """Speech ended at ``t``; ``audio`` is the whole turn from ``audio_start`` (pre-roll
+    included) to ``detected``; ``reason`` is an :class:`EndReason`."""
+
+    type: ClassVar[str] = "input.speech.stopped"
+    t: float
+    reason: str
+    detected: float
+    audio_start: float
+    audio: Pcm = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"audio_s": round(self.t, 3), "detected_s": round(self.detected, 3), "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class WakeWordDetected:
+    type: ClassVar[str] = "input.wake_word"
+    t: float
+    name: str
+    probability: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "audio_s": round(self.t, 3), "probability": round(self.probability, 3)}
+
+
+@dataclass(frozen=True, slots=True)
+class PartialTranscript:
+    type: ClassVar[str] = "transcript.user.delta"
+    text: str
+    t: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class FinalTranscript:
+    """Word times are on the audio clock; ``start``/``end`` bound the speech."""
+
+    type: ClassVar[str] = "transcript.user"
+    text: str
+    words: tuple[Word, ...]
+    low_confidence: bool
+    start: float
+    end: float
+    confidence: float = 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "words": [w.as_dict() for w in self.words],
+                "low_confidence": self.low_confidence, "confidence": round(self.confidence, 3),
+                "start_s": round(self.start, 3), "end_s": round(self.end, 3)}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDiscarded:
+    """A turn that goes nowhere: ``no_speech`` (opened, nobody spoke), ``no_words``
+    (the ASR heard nothing), ``disabled`` (listening was switched off mid-turn)."""
+
+    type: ClassVar[str] = "input.turn.discarded"
+    reason: str
+    t: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"reason": self.reason, "audio_s": round(self.t, 3)}
+
+
+HearingEvent = (
+    SpeechStarted | SpeechStopped | WakeWordDetected | PartialTranscript | FinalTranscript | TurnDiscarded
+)
+
+
+class Listener:
+    def __init__(
+        self,
+        vad: VoiceActivity,
+        asr: AsrEngine | None,
+        *,
+        endpoint: EndpointSettings | None = None,
+        mode: ListenMode = ListenMode.ALWAYS,
+        wakeword: WakeWordDetector | None = None,
+        button_mode: ButtonMode = ButtonMode.HOLD,
+        follow_up_s: float = 0.0,
+        streaming: bool = True,
+        early_final_ms: float = 300.0,
+        wake_timeout_s: float = 5.0,
+        wake_settle_ms: float = 300.0,
+        origin_s: float = 0.0,
+    ) -> None:
+        if mode == ListenMode.WAKEWORD and wakeword is None:
+            raise ValueError("listen mode 'wakeword' needs a wake word detector")
+        self.vad = vad
+        self.asr = asr
+        self.mode = ListenMode(mode)
+        self.wakeword = wakeword if self.mode == ListenMode.WAKEWORD else None
+        self.button_mode = ButtonMode(button_mode)
+        self.follow_up_s = follow_up_s
+        self.streaming = streaming
+        self.early_final_ms = early_final_ms
+        self.wake_timeout_s = wake_timeout_s
+        self.wake_settle_ms = wake_settle_ms
+        self.origin_s = origin_s
+        self.endpointer = Endpointer(endpoint, auto_start=self.mode == ListenMode.ALWAYS)
+        self._session: AsrSession | None = None
+        # The open turn's recognition: samples of its audio fed so far (pre-roll
+        # included), the turn sample the open session starts at, the pieces finished
+        # early (each with the turn sample it starts at) and where their pause began.
+        self._turn_fed = 0
+        self._session_at = 0
+        self._pieces: list[tuple[AsrResult, int]] = []
+        self._paused_from = 0
+        self._follow_up_until: float | None = None
+        self._enabled = True
+        # While True, turn audio is kept, not decoded (see hold_recognition's docs).
+        self.hold_recognition = False
+        self._held: list[Pcm] = []
+        self._wake_context: deque[Pcm] = deque()  # frames the wake word has not heard yet
+        self._wake_context_samples = 0
+
+    # --- state -----------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        """The audio clock: seconds fed so far, from ``origin_s``."""
+        return self.origin_s + self.endpointer.position_s
+
+    @property
+    def in_turn(self) -> bool:
+        return self.endpointer.in_turn
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    def set_enabled(self, enabled: bool) -> list[HearingEvent]:
+        """Stop (or resume) accepting turns; an open turn is discarded."""
+        events: list[HearingEvent] = []
+        if not enabled and (self.endpointer.in_turn or self._session is not None):
+            self.endpointer.reset()
+            self._cancel_session()
+            events.append(TurnDiscarded("disabled", self.now))
+        if not enabled:
+            self.endpointer.reset()
+        self._enabled = enabled
+        self._update_auto_start()
+        return events
+
+    def open_follow_up(self, seconds: float | None = None) -> None:
+        """After a reply, accept a turn without the wake word for ``follow_up_s``."""
+        span = self.follow_up_s if seconds is None else seconds
+        if self.mode == ListenMode.WAKEWORD and span > 0:
+            self._follow_up_until = self.now + span
+            self._update_auto_start()
+
+    # --- audio in --------------------------------------------------------------------
+    def process(self, pcm: Pcm, heard: Pcm | None = None) -> list[HearingEvent]:
+        """One frame of 16 kHz int16 audio (any length). The VAD and the wake word judge
+        ``pcm``; turns (and so the recognizer) get ``heard`` when given: the echo
+        canceller's linear output, which keeps a talker's first word in double talk."""
+        events: list[HearingEvent] = []
+        for window in self.vad.process(pcm, heard):
+            self._update_auto_start()
+            self._handle(self.endpointer.push(window.turn_audio, window.speech), events)
+        if self.wakeword is not None:
+            for detection in self._hear_wake_word(self.wakeword, pcm):
+                if not self._enabled or self.endpointer.in_turn:
+                    continue
+                events.append(WakeWordDetected(self.origin_s + detection.t, detection.name,
+                                               detection.probability))
+                self._follow_up_until = None
+                self._open_turn(events, pre_roll=False, timeout_s=self.wake_timeout_s,
+                                settle_ms=self.wake_settle_ms)
+        return events
+
+    def _hear_wake_word(self, detector: WakeWordDetector, pcm: Pcm) -> list[WakeWordDetection]:
+        """The wake word model hears ``pcm`` unless the VAD's quiet gate sleeps: then the
+        frame waits in a short context, and what falls out of it goes by unheard (its
+        clock still moves). When the gate wakes, the context is heard first, in order."""
+        if self.vad.asleep:
+            self._wake_context.append(pcm)
+            self._wake_context_samples += len(pcm)
+            limit = round(WAKE_CONTEXT_S * self.endpointer.settings.sample_rate)
+            while self._wake_context_samples - len(self._wake_context[0]) >= limit:
+                old = self._wake_context.popleft()
+                self._wake_context_samples -= len(old)
+                detector.skip(len(old))
+            return []
+        detections: list[WakeWordDetection] = []
+        while self._wake_context:
+            detections.extend(detector.process(self._wake_context.popleft()))
+        self._wake_context_samples = 0
+        detections.extend(detector.process(pcm))
+        return detections
+
+    # --- push to talk ----------------------------------------------------------------
+    def button_pressed(self) -> list[HearingEvent]:
+        events: list[HearingEvent] = []
+        if self.mode != ListenMode.BUTTON or not self._enabled:
+            return events
+        if self.endpointer.in_turn:
+            if self.button_mode == ButtonMode.PRESS:
+                self._handle(self.endpointer.end_turn(), events)
+            return events
+        self._open_turn(
+            events, pre_roll=True,
+            timeout_s=None if self.button_mode == ButtonMode.HOLD else self.wake_timeout_s,
+            end_on_silence=self.button_mode == ButtonMode.PRESS,
+        )
+        return events
+
+    def button_released(self) -> list[HearingEvent]:
+        events: list[HearingEvent] = []
+        if self.mode == ListenMode.BUTTON and self.button_mode == ButtonMode.HOLD:
+            self._handle(self.endpointer.end_turn(), events)
+        return events
+
+    def start_turn_now(self) -> list[HearingEvent]:
+        """Open a turn now, pre-roll included, and let the VAD end it: a button press
+        while idle (outside push-to-talk) or a barge-in the endpointer did not open."""
+        events: list[HearingEvent] = []
+        if not self._enabled or self.endpointer.in_turn:
+            return events
+        self._open_turn(events, pre_roll=True, timeout_s=self.wake_timeout_s)
+        return events
+
+    def close(self) -> None:
+        self._cancel_session()
+
+    # --- internals -------------------------------------------------------------------
+    def _update_auto_start(self) -> None:
+        if not self._enabled:
+            self.endpointer.auto_start = False
+        elif self.mode == ListenMode.ALWAYS:
+            self.endpointer.auto_start = True
+        elif self.mode == ListenMode.WAKEWORD and self._follow_up_until is not None:
+            if self.now < self._follow_up_until:
+                self.endpointer.auto_start = True
+            else:
+                self._follow_up_until = None
+                self.endpointer.auto_start = False
+        else:
+            self.endpointer.auto_start = False
+
+    def _open_turn(self, events: list[HearingEvent], *, pre_roll: bool, timeout_s: float | None,
+                   settle_ms: float = 0.0, end_on_silence: bool = True) -> None:
+        step = self.endpointer.start_turn(
+            pre_roll=pre_roll,
+            no_speech_timeout_ms=None if timeout_s is None else timeout_s * 1000,
+            settle_ms=settle_ms,
+            end_on_silence=end_on_silence,
+        )
+        self._begin_session()
+        self._handle(step, events)
+
+    def _begin_session(self) -> None:
+        if self.asr is not None and self.streaming and self._session is None and not self._pieces:
+            self._session = self.asr.start()
+            self._session_at = self._turn_fed
+
+    def _cancel_session(self) -> None:
+        if self._session is not None:
+            self._session.cancel()
+            self._session = None
+        self._forget_turn()
+
+    def _forget_turn(self) -> None:
+        self._turn_fed = 0
+        self._session_at = 0
+        self._pieces = []
+        self._held = []
+
+    def _handle(self, step: EndpointStep, events: list[HearingEvent]) -> None:
+        for event in step.events:
+            if isinstance(event, SpeechStarted):
+                events.append(replace(event, start_s=self.origin_s + event.start_s,
+                                      detected_s=self.origin_s + event.detected_s))
+                self._follow_up_until = None  # a follow-up window admits one turn
+                self._begin_session()
+        audio = step.turn_audio
+        if len(audio):
+            self._turn_fed += len(audio)
+            if self._session is None and self._pieces and self._speaking_again():
+                self._resume(len(audio), events)
+            elif self._session is not None:
+                self._accept(audio, events)
+        ended = False
+        for event in step.events:
+            if isinstance(event, TurnEnd):
+                self._end(event, events)
+                ended = True
+        if not ended and self._early_final_due():
+            self._finish_early()
+
+    def _accept(self, audio: Pcm, events: list[HearingEvent]) -> None:
+        """Turn audio to the recognizer, unless :attr:`hold_recognition` keeps it: while
+        the device speaks and a barge-in is being decided, decoding would delay that
+        decision (pocketsphinx decodes free-form speech at ~0.5x real time, holding the
+        GIL: the 300 ms pre-roll and the first words cost the front-end thread ~230 ms
+        right when the barge-in detector needs its next windows). What was held is
+        decoded first once the hold lifts, and always before a final."""
+        assert self._session is not None
+        if self.hold_recognition:
+            self._held.append(audio)
+            return
+        if self._held:
+            audio = np.concatenate((*self._held, audio))
+            self._held = []
+        partial = self._session.accept(audio)
+        if partial:
+            said = " ".join(r.text for r, _ in self._pieces if not r.empty)
+            events.append(PartialTranscript(f"{said} {partial}" if said else partial, self.now))
+
+    def _feed_held(self) -> None:
+        """Decode what :attr:`hold_recognition` kept, hold or not: a final comes next."""
+        if self._held and self._session is not None:
+            self._session.accept(np.concatenate(self._held))
+        self._held = []
+
+    # --- early final -----------------------------------------------------------------
+    def _early_final_due(self) -> bool:
+        return (self._session is not None and self.early_final_ms > 0 and self.asr is not None
+                and not self.asr.grammar and not self.hold_recognition
+                and self.endpointer.pause_ms >= self.early_final_ms)
+
+    def _finish_early(self) -> None:
+        """The speech has paused ``early_final_ms``: run the final pass now, while the
+        turn's closing silence runs, and keep the result for the turn's end."""
+        assert self._session is not None
+        self._feed_held()
+        self._pieces.append((self._session.finish(), self._session_at))
+        self._session = None
+        paused = self.endpointer.settings.samples(self.endpointer.pause_ms)
+        self._paused_from = self._turn_fed - paused
+
+    def _speaking_again(self) -> bool:
+        return self.endpointer.state == EndpointState.SPEECH and self.endpointer.pause_ms == 0
+
+    def _resume(self, new_samples: int, events: list[HearingEvent]) -> None:
+        """Speech after an early final: a new session from the pre-roll before it (never
+        reaching back into what the finished piece heard before its pause)."""
+        assert self.asr is not None
+        settings = self.endpointer.settings
+        pre_roll = min(settings.samples(settings.pre_roll_ms), self._turn_fed - self._paused_from)
+        tail = self.endpointer.turn_tail(max(new_samples, pre_roll))
+        self._session = self.asr.start()
+        self._session_at = self._turn_fed - len(tail)
+        self._accept(tail, events)
+
+    def _turn_result(self) -> AsrResult:
+        """The pieces of the turn as one result, word times from the turn's audio start."""
+        rate = self.endpointer.settings.sample_rate
+        if len(self._pieces) == 1 and self._pieces[0][1] == 0:
+            return self._pieces[0][0]
+        results = [r.shifted(at / rate) for r, at in self._pieces]
+        assert self.asr is not None
+        return make_result(" ".join(r.text for r in results if not r.empty),
+                           [w for r in results for w in r.words], self.asr.low_confidence,
+                           self._turn_fed)
+
+    def _end(self, end: TurnEnd, events: list[HearingEvent]) -> None:
+        t = self.origin_s
+        if end.reason == EndReason.NO_SPEECH:
+            self._cancel_session()
+            events.append(TurnDiscarded("no_speech", t + end.detected_s))
+            self._update_auto_start()
+            return
+        events.append(SpeechStopped(t + end.end_s, str(end.reason), t + end.detected_s,
+                                    t + end.audio_start_s, end.audio))
+        if self.asr is None:
+            self._forget_turn()
+            return
+        if self._session is not None:
+            self._feed_held()
+            self._pieces.append((self._session.finish(), self._session_at))
+            self._session = None
+        elif not self._pieces:  # not streaming: the whole turn now
+            self._pieces.append((self.asr.transcribe(end.audio), 0))
+        result = self._turn_result()
+        self._forget_turn()
+        if result.empty:
+            events.append(TurnDiscarded("no_words", t + end.detected_s))
+            return
+        shifted = result.shifted(t + end.audio_start_s)
+        start = t + (end.start_s if end.start_s is not None else end.audio_start_s)
+        events.append(FinalTranscript(shifted.text, shifted.words, shifted.low_confidence,
+                                      start, t + end.end_s, shifted.confidence))
+        # In wakeword mode the next turn needs the wake word again (or a follow-up window).
+        self._update_auto_start()

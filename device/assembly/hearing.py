@@ -1,0 +1,173 @@
+"""Config → hearing engines: the only place that reads ``[vad]``, ``[endpoint]``,
+``[listen]`` and ``[asr]``. The stages in ``edgevoice.audio`` take plain parameters.
+
+The runtime calls :func:`build_listener` once at start and feeds the returned
+:class:`~edgevoice.audio.hearing.listener.Listener` 16 kHz frames from the audio thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from edgevoice.audio.hearing.asr import AsrEngine
+from edgevoice.audio.hearing.endpoint import EndpointSettings
+from edgevoice.audio.hearing.listener import Listener
+from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.hearing.vad import QuietGate, VadEngine, VoiceActivity
+from edgevoice.audio.hearing.wakeword import WakeWordDetector
+from edgevoice.device.config import Config, ConfigError
+from edgevoice.device.config.loader import ConfigProblem
+from edgevoice.device.config.schema import (
+    AsrConfig,
+    EndpointConfig,
+    ListenConfig,
+    VadConfig,
+)
+from edgevoice.models import (
+    ModelKind,
+    ModelLocation,
+    ModelNotFoundError,
+    find_models,
+    language_matches,
+    resolve_model,
+)
+
+_LOGGER = logging.getLogger(__name__)
+
+FALLBACK_LANGUAGE = "en-US"  # pocketsphinx's bundled model
+SUGGESTED_VOSK_MODEL = {"en": "vosk-model-small-en-us-0.15"}
+_fallback_warned: set[str] = set()  # languages whose fallback was logged (once per process)
+
+
+def _models_dir(config: Config) -> str | None:
+    return config.models.dir or None
+
+
+def build_vad(vad: VadConfig, models_dir: str | Path | None = None) -> VoiceActivity:
+    if vad.release_threshold > vad.threshold:
+        raise ConfigError([ConfigProblem(
+            "config", "vad.release_threshold",
+            f"must not exceed vad.threshold ({vad.threshold}); got {vad.release_threshold}",
+        )])
+    engine: VadEngine
+    if vad.engine == "energy":
+        from edgevoice.audio.hearing.vad_energy import EnergyVad
+
+        engine = EnergyVad(margin_db=vad.energy_margin_db)
+    else:
+        from edgevoice.audio.hearing.vad_silero import SileroVad
+
+        engine = SileroVad(resolve_model(vad.model, ModelKind.VAD, models_dir).path,
+                           state_reset_s=vad.state_reset_s)
+    # The energy engine is as cheap as the gate itself: nothing to spare.
+    quiet = QuietGate(vad.idle_gate_db) if vad.idle_gate_db > 0 and vad.engine != "energy" else None
+    return VoiceActivity(engine, vad.threshold, vad.release_threshold, quiet)
+
+
+def endpoint_settings(endpoint: EndpointConfig) -> EndpointSettings:
+    return EndpointSettings(
+        min_speech_ms=endpoint.min_speech_ms,
+        end_silence_ms=endpoint.end_silence_ms,
+        max_turn_s=endpoint.max_turn_s,
+        pre_roll_ms=endpoint.pre_roll_ms,
+    )
+
+
+def build_wakeword(listen: ListenConfig, models_dir: str | Path | None = None) -> WakeWordDetector:
+    loc = resolve_model(listen.wakeword, ModelKind.WAKEWORD, models_dir)
+    return WakeWordDetector(
+        loc.path,
+        threshold=listen.wakeword_threshold or None,
+        window=listen.wakeword_window or None,
+        refractory_s=listen.wakeword_refractory_s or None,
+    )
+
+
+def choose_asr_model(asr: AsrConfig, language: str, models_dir: str | Path | None = None) -> ModelLocation:
+    """The ASR model the config asks for, with the English fallback of ``engine = auto``:
+    no vosk model for the language on the device → pocketsphinx's bundled en-US model,
+    logged at WARNING once per process."""
+    if asr.model:
+        try:
+            loc = resolve_model(asr.model, ModelKind.ASR, models_dir)
+        except ModelNotFoundError as err:
+            if asr.engine != "auto":
+                raise
+            return _fallback(language, models_dir, str(err))
+        if asr.engine not in ("auto", loc.engine):
+            raise ConfigError([ConfigProblem(
+                "config", "asr.model",
+                f"{asr.model} is a {loc.engine} model but asr.engine is {asr.engine}",
+            )])
+        return loc
+    engines = ("vosk",) if asr.engine == "auto" else (asr.engine,)
+    for engine in engines:
+        found = find_models(ModelKind.ASR, language=language, engine=engine, models_dir=models_dir)
+        if found:
+            return found[0]
+    if asr.engine == "auto":
+        return _fallback(language, models_dir, f"no vosk model for language {language!r} is installed")
+    hint = SUGGESTED_VOSK_MODEL.get(language.split("-", maxsplit=1)[0].lower())
+    raise ModelNotFoundError(
+        f"no {asr.engine} model for language {language!r} is on this device. "
+        + (f"Run: edgevoice models fetch {hint}" if hint and asr.engine == "vosk"
+           else "Set asr.model to a model folder, or see `edgevoice models list`.")
+    )
+
+
+def _fallback(language: str, models_dir: str | Path | None, why: str) -> ModelLocation:
+    if not language_matches(FALLBACK_LANGUAGE, language):
+        raise ModelNotFoundError(
+            f"{why}, and the pocketsphinx fallback only speaks English. Fetch a vosk model for "
+            f"{language!r} (`edgevoice models list`) or set asr.model to a model folder."
+        )
+    found = find_models(ModelKind.ASR, language=language, engine="pocketsphinx", models_dir=models_dir)
+    if not found:
+        raise ModelNotFoundError(
+            f"{why}, and pocketsphinx's English model is not installed either. "
+            "Run: pip install pocketsphinx, or edgevoice models fetch vosk-model-small-en-us-0.15"
+        )
+    primary = language.split("-", maxsplit=1)[0].lower()
+    if primary not in _fallback_warned:
+        _fallback_warned.add(primary)
+        _LOGGER.warning(
+            "%s: falling back to pocketsphinx's bundled US English model (%s), which is less "
+            "accurate. For better recognition run: edgevoice models fetch %s",
+            why, found[0].name, SUGGESTED_VOSK_MODEL["en"],
+        )
+    return found[0]
+
+
+def build_asr(asr: AsrConfig, language: str, models_dir: str | Path | None = None) -> AsrEngine:
+    loc = choose_asr_model(asr, language, models_dir)
+    if loc.engine == "pocketsphinx":
+        from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+
+        return PocketsphinxEngine(loc.path, model_name=loc.name, language=loc.language or language,
+                                  grammar=asr.grammar, low_confidence=asr.low_confidence)
+    from edgevoice.audio.hearing.asr_vosk import VoskEngine
+
+    return VoskEngine(loc.path, model_name=loc.name, language=loc.language or language,
+                      grammar=asr.grammar, low_confidence=asr.low_confidence)
+
+
+def build_listener(config: Config, *, asr: AsrEngine | None = None, origin_s: float = 0.0) -> Listener:
+    """The whole hearing pipeline as the config describes it. Pass ``asr`` to share an
+    engine that is already loaded (the vosk model takes seconds to load)."""
+    models_dir = _models_dir(config)
+    listen = config.listen
+    mode = ListenMode(listen.mode)
+    return Listener(
+        build_vad(config.vad, models_dir),
+        asr if asr is not None else build_asr(config.asr, config.device.language, models_dir),
+        endpoint=endpoint_settings(config.endpoint),
+        mode=mode,
+        wakeword=build_wakeword(listen, models_dir) if mode == ListenMode.WAKEWORD else None,
+        button_mode=ButtonMode(listen.button_mode),
+        follow_up_s=listen.follow_up_s,
+        streaming=config.asr.streaming,
+        early_final_ms=config.asr.early_final_ms,
+        wake_timeout_s=listen.wake_timeout_s,
+        origin_s=origin_s,
+    )

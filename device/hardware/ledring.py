@@ -1,0 +1,116 @@
+"""The APA102 LED ring of common mic-array HATs (ReSpeaker 4-Mic, 6-Mic), over SPI.
+
+Each frame is 32 zero bits, then per LED ``0b111bbbbb`` (5-bit global brightness) and
+blue, green, red bytes, then enough one bits to clock the last LED's data through
+(half a bit per LED). The SPI interface comes from the gpiozero pin factory, so
+gpiozero's MockFactory drives the same code in tests, bit by bit.
+
+Patterns follow the status LED's: listening solid blue, thinking a blue dot running
+round the ring, speaking breathing cyan, muted dim red, error red flashes, off.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from edgevoice.device.hardware.gpio import LedPattern
+
+_LOGGER = logging.getLogger(__name__)
+
+Color = tuple[int, int, int]  # red, green, blue, 0-255
+OFF: Color = (0, 0, 0)
+BLUE: Color = (0, 40, 255)
+CYAN: Color = (0, 200, 200)
+RED: Color = (255, 0, 0)
+
+
+def apa102_frame(colors: Sequence[Color], brightness: int = 31) -> list[int]:
+    """The bytes that set a strip of APA102 LEDs to ``colors`` (pure)."""
+    level = 0b11100000 | max(0, min(31, brightness))
+    data = [0, 0, 0, 0]
+    for red, green, blue in colors:
+        data += [level, blue & 0xFF, green & 0xFF, red & 0xFF]
+    data += [0xFF] * max(1, (len(colors) + 15) // 16)
+    return data
+
+
+def pattern_colors(pattern: LedPattern, count: int, step: int) -> list[Color]:
+    """The ring's colours for ``pattern`` at animation step ``step`` (20 steps a second)."""
+    if pattern is LedPattern.LISTENING:
+        return [BLUE] * count
+    if pattern is LedPattern.THINKING:
+        head = step % count
+        return [BLUE if i == head else (0, 0, 40) for i in range(count)]
+    if pattern is LedPattern.SPEAKING:
+        level = 0.35 + 0.65 * (0.5 + 0.5 * math.sin(step * 2 * math.pi / 20))
+        return [tuple(round(c * level) for c in CYAN)] * count  # type: ignore[list-item]
+    if pattern is LedPattern.MUTED:
+        return [(40, 0, 0)] * count
+    if pattern is LedPattern.ERROR:
+        return [RED if (step // 3) % 2 == 0 else OFF] * count
+    return [OFF] * count
+
+
+class LedRing:
+    """An APA102 ring animated by one background thread."""
+
+    FRAME_S = 0.05
+
+    def __init__(self, count: int, brightness: float = 0.5, pin_factory: Any = None,
+                 spi: Any = None) -> None:
+        if spi is None:
+            if pin_factory is None:
+                from gpiozero import Device
+
+                Device.ensure_pin_factory()
+                pin_factory = Device.pin_factory
+            spi = pin_factory.spi(port=0, device=0)
+        self._spi = spi
+        self.count = count
+        self._brightness = max(0, min(31, round(brightness * 31)))
+        self.pattern = LedPattern.OFF
+        self._step = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="edgevoice-ledring", daemon=True)
+        self._write(pattern_colors(LedPattern.OFF, count, 0))
+        self._thread.start()
+
+    def show(self, pattern: LedPattern) -> None:
+        with self._lock:
+            self.pattern = pattern
+            self._step = 0
+        self._wake.set()
+
+    def _write(self, colors: Sequence[Color]) -> None:
+        self._spi.transfer(apa102_frame(colors, self._brightness))
+
+    def _run(self) -> None:
+        animated = {LedPattern.THINKING, LedPattern.SPEAKING, LedPattern.ERROR}
+        while not self._stop.is_set():
+            with self._lock:
+                pattern, step = self.pattern, self._step
+                self._step += 1
+            try:
+                self._write(pattern_colors(pattern, self.count, step))
+            except Exception as err:  # a vanished SPI device must not kill the daemon
+                _LOGGER.warning("LED ring write failed (%s); the ring is off", err)
+                return
+            self._wake.wait(self.FRAME_S if pattern in animated else None)
+            self._wake.clear()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(1.0)
+        try:
+            self._write([OFF] * self.count)
+        finally:
+            close = getattr(self._spi, "close", None)
+            if close is not None:
+                close()

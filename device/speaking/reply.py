@@ -1,0 +1,364 @@
+"""Speaking a streamed reply: splitter -> speakable -> TTS -> speaker, with events.
+
+Usage (one reply is one task; barge-in cancels it)::
+
+    speaking = ReplySpeaker(speaker, synthesizer, bus)
+    task = asyncio.create_task(speaking.speak(agent_deltas, utterance_id="turn-7",
+                                              on_started=..., on_outcome=...))
+    outcome = await task   # status, text, heard_text, timings
+    ...
+    task.cancel()          # barge-in: TTS stops, speaker.drop(), reply.done interrupted;
+                           # the interrupted outcome goes to on_outcome before CancelledError
+
+:meth:`ReplySpeaker.speak` reads the agent's text deltas while the previous
+sentence is synthesized: a sentence goes to TTS the moment the splitter is sure
+it ended, each synthesized chunk is queued on the speaker at once (so the first
+sentence plays while later ones are still arriving or being synthesized), and
+the call returns when everything queued has been heard.
+
+Events on the bus: ``reply.started`` (the first sample left the loudspeaker),
+``transcript.agent`` (per sentence, when it starts playing), ``reply.done`` with
+``status`` completed / interrupted (with ``heard_text``) / failed (with
+``error`` and ``heard_text``). The speaker's callbacks run on the audio thread and
+are handed to the loop with ``call_soon_threadsafe``.
+
+Failure: when the agent's stream or TTS fails mid-reply, what was already queued
+still plays, then ``reply.done`` says failed. Cancellation is never swallowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.speaking.heard import heard_text
+from edgevoice.audio.speaking.playback import SegmentProgress, Speaker
+from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, shift_word_ends
+from edgevoice.device.events import EventBus, EventType
+from edgevoice.device.speaking.markdown import SpeakableSplitter
+from edgevoice.device.system.memory import release_memory
+from edgevoice.errors import EdgeVoiceError
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class ReplyStatus(StrEnum):
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTimings:
+    """time.monotonic() stamps of one reply (None: did not happen)."""
+
+    started: float
+    first_delta: float | None = None
+    first_sentence: float | None = None  # the splitter emitted the first sentence
+    first_synthesis: float | None = None  # TTS began on it
+    first_audio: float | None = None  # its first chunk was synthesized and queued
+    first_played: float | None = None  # its first sample left the loudspeaker
+    done: float | None = None
+    # Per sentence: milliseconds from the splitter emitting it to TTS starting on it.
+    sentence_to_synthesis_ms: tuple[float, ...] = ()
+
+    def since_start_ms(self, stamp: float | None) -> float | None:
+        return None if stamp is None else (stamp - self.started) * 1000.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Milliseconds since speak() was called, for metrics."""
+        return {
+            "first_delta_ms": self.since_start_ms(self.first_delta),
+            "first_sentence_ms": self.since_start_ms(self.first_sentence),
+            "first_synthesis_ms": self.since_start_ms(self.first_synthesis),
+            "first_audio_ms": self.since_start_ms(self.first_audio),
+            "first_played_ms": self.since_start_ms(self.first_played),
+            "done_ms": self.since_start_ms(self.done),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyOutcome:
+    utterance_id: str
+    status: ReplyStatus
+    text: str  # every sentence that was queued for speaking (speakable form)
+    heard_text: str  # what left the loudspeaker, cut at a word boundary
+    timings: ReplyTimings
+    error: dict[str, str] | None = None
+
+
+@dataclass(slots=True)
+class _Sentence:
+    text: str
+    index: int
+    emitted: float
+    synthesis: float | None = None
+
+
+@dataclass(slots=True)
+class _Reply:
+    utterance_id: str
+    started: float
+    sentences: list[_Sentence] = field(default_factory=list)
+    segments: list[tuple[_Sentence, bool]] = field(default_factory=list)  # (sentence, first chunk)
+    segments_started: int = 0
+    segments_finished: int = 0
+    all_queued: bool = False
+    played: asyncio.Event = field(default_factory=asyncio.Event)
+    first_delta: float | None = None
+    first_audio: float | None = None
+    first_played: float | None = None
+    on_started: Callable[[], None] | None = None
+    on_outcome: Callable[[ReplyOutcome], None] | None = None
+
+    def timings(self, done: float | None) -> ReplyTimings:
+        first = self.sentences[0] if self.sentences else None
+        return ReplyTimings(
+            started=self.started,
+            first_delta=self.first_delta,
+            first_sentence=first.emitted if first else None,
+            first_synthesis=first.synthesis if first else None,
+            first_audio=self.first_audio,
+            first_played=self.first_played,
+            done=done,
+            sentence_to_synthesis_ms=tuple(
+                (s.synthesis - s.emitted) * 1000.0 for s in self.sentences if s.synthesis is not None
+            ),
+        )
+
+
+_END = object()
+
+
+class ReplyStreamError(EdgeVoiceError):
+    code = "reply_failed"
+
+
+class ReplySpeaker:
+    """Speaks streamed replies through a :class:`Speaker` (see the module docstring).
+
+    It chains itself onto the speaker's ``on_segment_started``/``on_segment_finished``
+    callbacks (keeping any already set), so build it after other users set theirs.
+    """
+
+    def __init__(
+        self,
+        speaker: Speaker,
+        synthesizer: Synthesizer,
+        bus: EventBus,
+        *,
+        max_first_chars: int = 60,
+        max_chars: int = 300,
+        first_phrase_chars: int = 0,
+        sentence_gap_ms: int = 0,
+        poll_s: float = 0.05,
+    ) -> None:
+        self.speaker = speaker
+        self.synthesizer = synthesizer
+        self.bus = bus
+        self.max_first_chars = max_first_chars
+        self.max_chars = max_chars
+        self.first_phrase_chars = first_phrase_chars
+        self.sentence_gap_ms = sentence_gap_ms
+        self.poll_s = poll_s
+        self._active: dict[str, _Reply] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        previous_started = speaker.on_segment_started
+        previous_finished = speaker.on_segment_finished
+
+        def started(progress: SegmentProgress) -> None:
+            if previous_started is not None:
+                previous_started(progress)
+            self._from_audio_thread(self._segment_started, progress)
+
+        def finished(progress: SegmentProgress) -> None:
+            if previous_finished is not None:
+                previous_finished(progress)
+            self._from_audio_thread(self._segment_finished, progress)
+
+        speaker.on_segment_started = started
+        speaker.on_segment_finished = finished
+
+    async def speak(self, deltas: AsyncIterable[str], utterance_id: str, *,
+                    on_started: Callable[[], None] | None = None,
+                    on_outcome: Callable[[ReplyOutcome], None] | None = None) -> ReplyOutcome:
+        """Speak the reply streamed by ``deltas``; return its outcome once it has all been heard.
+
+        ``on_started`` is called (on the loop) when its first sample left the loudspeaker,
+        right after ``reply.started``; ``on_outcome`` with the outcome however the reply
+        ended. Cancelling the task stops TTS, drops the reply from the speaker, emits
+        ``reply.done`` interrupted, hands that outcome to ``on_outcome`` and re-raises.
+        """
+        self._loop = asyncio.get_running_loop()
+        if utterance_id in self._active:
+            raise ValueError(f"utterance {utterance_id!r} is already being spoken")
+        reply = _Reply(utterance_id, time.monotonic(), on_started=on_started, on_outcome=on_outcome)
+        self._active[utterance_id] = reply
+        sentences: asyncio.Queue[object] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(deltas, sentences, reply), name=f"reply-read-{utterance_id}")
+        error: BaseException | None = None
+        try:
+            try:
+                await self._synthesize(sentences, reply)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # agent stream or TTS failed: play what is queued
+                error = err
+                _LOGGER.warning("reply %s failed: %s", utterance_id, err)
+            reply.all_queued = True
+            await self._wait_played(reply)
+        except asyncio.CancelledError:
+            self.speaker.drop(utterance_id)
+            self._finish(reply, ReplyStatus.INTERRUPTED, None)
+            raise
+        finally:
+            await _stop_task(reader)
+            self._active.pop(utterance_id, None)
+            # Memory: shrink what a long chunk grew in the TTS engine, on its worker after
+            # the reply (docs/runtime.md "Memory"); the next reply's first audio is not slower.
+            self.synthesizer.release_memory(then=release_memory)
+        if error is not None:
+            failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(
+                f"the reply could not be spoken: {error}")
+            return self._finish(reply, ReplyStatus.FAILED, failure.as_dict())
+        return self._finish(reply, ReplyStatus.COMPLETED, None)
+
+    # --- the pipeline --------------------------------------------------------------------------
+
+    async def _read(self, deltas: AsyncIterable[str], out: asyncio.Queue[object], reply: _Reply) -> None:
+        splitter = SpeakableSplitter(self.max_first_chars, self.max_chars, self.first_phrase_chars)
+
+        def push(texts: list[str]) -> None:
+            now = time.monotonic()
+            for text in texts:
+                sentence = _Sentence(text, len(reply.sentences), now)
+                reply.sentences.append(sentence)
+                out.put_nowait(sentence)
+
+        try:
+            async for delta in deltas:
+                if reply.first_delta is None:
+                    reply.first_delta = time.monotonic()
+                push(splitter.feed(delta))
+            push(splitter.flush())
+            out.put_nowait(_END)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            out.put_nowait(err)
+
+    async def _synthesize(self, sentences: asyncio.Queue[object], reply: _Reply) -> None:
+        gap = np.zeros(SAMPLE_RATE * self.sentence_gap_ms // 1000, dtype=np.int16)
+        while True:
+            item = await sentences.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            assert isinstance(item, _Sentence)
+            sentence = item
+
+            def mark(stamp: float, sentence: _Sentence = sentence) -> None:
+                if sentence.synthesis is None:
+                    sentence.synthesis = stamp
+
+            first_chunk = True
+            async for audio in self.synthesizer.stream(sentence.text, on_chunk_start=mark):
+                self._queue(reply, sentence, audio, gap if first_chunk and reply.segments else None,
+                            first_chunk)
+                first_chunk = False
+
+    def _queue(
+        self, reply: _Reply, sentence: _Sentence, audio: TtsAudio, gap: Pcm | None, first_chunk: bool
+    ) -> None:
+        if len(audio.pcm) == 0:
+            return
+        pcm, word_ends = audio.pcm, audio.word_ends
+        if gap is not None and len(gap) > 0:
+            pcm = np.concatenate([gap, pcm])
+            word_ends = shift_word_ends(word_ends, len(gap))
+        reply.segments.append((sentence, first_chunk))
+        if reply.first_audio is None:
+            reply.first_audio = time.monotonic()
+        self.speaker.enqueue(pcm, utterance_id=reply.utterance_id, text=audio.text, word_ends=word_ends)
+
+    async def _wait_played(self, reply: _Reply) -> None:
+        while True:
+            if reply.segments_finished >= len(reply.segments):
+                return
+            if self.speaker.pending_samples(reply.utterance_id) == 0:
+                return  # e.g. dropped by someone else: nothing more will play
+            try:
+                await asyncio.wait_for(reply.played.wait(), self.poll_s)
+            except TimeoutError:
+                pass
+            reply.played.clear()
+
+    def _finish(self, reply: _Reply, status: ReplyStatus, error: dict[str, str] | None) -> ReplyOutcome:
+        heard = heard_text(self.speaker.progress(reply.utterance_id))
+        spoken = " ".join(s.text for s in reply.sentences if any(seg is s for seg, _ in reply.segments))
+        outcome = ReplyOutcome(reply.utterance_id, status, spoken, heard,
+                               reply.timings(time.monotonic()), error)
+        data: dict[str, Any] = {"utterance_id": reply.utterance_id, "status": str(status)}
+        if status is not ReplyStatus.COMPLETED:
+            data["heard_text"] = heard
+        if error is not None:
+            data["error"] = error
+        data["timings"] = outcome.timings.as_dict()
+        self.bus.emit(EventType.REPLY_DONE, **data)
+        if reply.on_outcome is not None:
+            reply.on_outcome(outcome)
+        return outcome
+
+    # --- audio-thread callbacks, handed to the loop ----------------------------------------------
+
+    def _from_audio_thread(self, handler: Callable[[SegmentProgress, float], None],
+                           progress: SegmentProgress) -> None:
+        loop = self._loop
+        if loop is None or progress.kind != "speech" or progress.utterance_id not in self._active:
+            return
+        try:
+            loop.call_soon_threadsafe(handler, progress, time.monotonic())
+        except RuntimeError:  # the loop is closed
+            pass
+
+    def _segment_started(self, progress: SegmentProgress, stamp: float) -> None:
+        reply = self._active.get(progress.utterance_id)
+        if reply is None or reply.segments_started >= len(reply.segments):
+            return
+        sentence, first_chunk = reply.segments[reply.segments_started]
+        reply.segments_started += 1
+        if reply.first_played is None:
+            reply.first_played = stamp
+            self.bus.emit(EventType.REPLY_STARTED, utterance_id=reply.utterance_id,
+                          latency_ms=round((stamp - reply.started) * 1000.0, 1))
+            if reply.on_started is not None:
+                reply.on_started()
+        if first_chunk:
+            self.bus.emit(EventType.TRANSCRIPT_AGENT, utterance_id=reply.utterance_id,
+                          text=sentence.text, index=sentence.index)
+
+    def _segment_finished(self, progress: SegmentProgress, stamp: float) -> None:
+        reply = self._active.get(progress.utterance_id)
+        if reply is None:
+            return
+        reply.segments_finished += 1
+        reply.played.set()
+
+
+async def _stop_task(task: asyncio.Task[None]) -> None:
+    """Cancel a helper task and wait for it; our own cancellation still propagates."""
+    if task.done():
+        if not task.cancelled():
+            task.exception()
+        return
+    task.cancel()
+    await asyncio.wait([task])
