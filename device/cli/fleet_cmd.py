@@ -103,6 +103,10 @@ def format_report(report: SendReport) -> str:
             lines.append(f"{device_id}  error  {error.get('code', '?')}: {error.get('message', '')}")
     if report.missing:
         lines.append(f"no answer ({len(report.missing)}): {', '.join(report.missing)}")
+    if report.dropped:
+        who = ", ".join(f"{sender} as {'/'.join(claims)}"
+                        for sender, claims in sorted(report.impostors.items()))
+        lines.append(f"dropped {report.dropped} answer(s) claiming another identity: {who}")
     lines.append(f"{len(report.answers)} answer(s) in {report.elapsed_s:.2f} s")
     return "\n".join(lines) + "\n"
 

@@ -27,7 +27,7 @@ from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter, 
 from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing, new_properties
 from edgevoice.device.mqtt.discovery import discovery_messages
 from edgevoice.device.mqtt.telemetry import TelemetrySource, build_telemetry, read_source
-from edgevoice.device.mqtt.topics import Topics
+from edgevoice.device.mqtt.topics import Topics, answer_topic
 from edgevoice.device.sysinfo import SystemSampler
 
 _LOGGER = logging.getLogger(__name__)
@@ -301,6 +301,9 @@ class MqttBridge:
             props = new_properties(PacketTypes.PUBLISH)
             if correlation is not None:
                 props.CorrelationData = correlation
-            self._connection.publish(Outgoing(response_topic, body, 1, False, props))
+            # One level below the response topic, named by this device: the only reply
+            # topic the ACL lets it write, so the requester knows who answered.
+            topic = answer_topic(response_topic, self.device_id)
+            self._connection.publish(Outgoing(topic, body, 1, False, props))
         else:
             self._connection.publish(Outgoing(self.topics.cmd_result, body, 1, False))

@@ -43,17 +43,20 @@ def observer(broker: Broker) -> Any:
 
 async def request(obs: Observer, topic: str, body: Any, reply: str = "edgevoice/reply/test",
                   timeout_s: float = 5.0) -> dict[str, Any]:
-    """One MQTT 5 request/response with a fresh correlation id."""
+    """One MQTT 5 request/response with a fresh correlation id. The device answers one
+    level below the response topic, on the level named by its own id."""
     correlation = os.urandom(8)
     if reply not in obs.__dict__.setdefault("_subscribed", set()):
-        obs.subscribe(reply)
+        obs.subscribe(f"{reply}/+")
         obs.__dict__["_subscribed"].add(reply)
     obs.publish(topic, body, response_topic=reply, correlation=correlation)
     hits = await obs.await_for(
-        lambda m: m.topic == reply and getattr(m.properties, "CorrelationData", None) == correlation,
+        lambda m: m.topic.startswith(reply + "/")
+        and getattr(m.properties, "CorrelationData", None) == correlation,
         timeout_s,
     )
     answer: dict[str, Any] = hits[0].json()
+    assert hits[0].topic == f"{reply}/{answer['device']}"
     return answer
 
 
