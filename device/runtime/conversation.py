@@ -45,7 +45,9 @@ from edgevoice.audio.speaker import Speaker
 from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.events import Event, EventBus, EventType
 from edgevoice.device.runtime.bargein import BargeInMonitor
+from edgevoice.device.runtime.controls import CONFIRMATION, Control, control_of
 from edgevoice.device.runtime.frontend import FrontEnd, FrontResult
+from edgevoice.device.runtime.idle import IdleReset
 from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
 from edgevoice.device.runtime.state import Action, Context, Input, ListenMode, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
@@ -142,7 +144,7 @@ class Conversation:
         self._interrupted: ReplyOutcome | None = None
         self._end_after_reply = False
         self._reply_ended_at: float | None = None
-        self._last_activity = time.monotonic()
+        self._idle = IdleReset(time.monotonic())
         self._last_frame_error = float("-inf")
         self._background: set[asyncio.Task[Any]] = set()
         self._unsubscribe = bus.subscribe(self._on_bus_event)
@@ -303,6 +305,7 @@ class Conversation:
         previous, self.state = self.state, state
         # Read by the front-end thread (a plain attribute: one atomic store).
         self._in_reply = state in (State.THINKING, State.SPEAKING)
+        self._idle.set_busy(state in (State.LISTENING, State.THINKING, State.SPEAKING), time.monotonic())
         if state is State.MUTED:
             self.front.control(lambda listener: listener.set_enabled(False))
         elif previous is State.MUTED:
@@ -343,7 +346,7 @@ class Conversation:
             self.earcons.play(Earcon.ERROR)
         elif action is Action.EARCON_RESET and not data.get("quiet"):
             self.earcons.play(Earcon.RESET)
-        self._last_activity = time.monotonic()
+        self._idle.activity(time.monotonic())
 
     # --- what the front end heard -----------------------------------------------------------
 
@@ -354,6 +357,8 @@ class Conversation:
             await self._take_barge_in(result.barge_in.onset_s)
 
     async def _on_hearing(self, event: HearingEvent) -> None:
+        if isinstance(event, SpeechStarted | SpeechStopped) and not self._in_reply:
+            self._idle.activity(time.monotonic())  # the person's speech, not the device's echo
         if isinstance(event, SpeechStarted):
             self.bus.emit(EventType.SPEECH_STARTED, audio_s=round(event.t, 3))
             if self.state in (State.THINKING, State.SPEAKING):
@@ -471,9 +476,26 @@ class Conversation:
         self._reply_turn = turn
         self._reply_ended_at = None
         self._interrupted = None
+        control = control_of(final.text)
+        if control is not None:  # handled here, whatever the provider: never sent as a question
+            self._reply_task = asyncio.create_task(
+                self._run_reply(turn, self._control(control, silent=turn.barge_in), record=False),
+                name=f"control-{turn.timeline.turn_id}",
+            )
+            return
         self._reply_task = asyncio.create_task(
             self._run_reply(turn, self._agent_stream(turn, user)), name=f"reply-{turn.timeline.turn_id}"
         )
+
+    async def _control(self, control: Control, *, silent: bool) -> AsyncIterator[str]:
+        """The controls "start over" and "stop": a new session with the agent (and for "stop", no
+        follow-up window); a short confirmation unless the words interrupted a reply."""
+        self.agent.reset_session()
+        self.bus.emit(EventType.SESSION_RESET, session_id=self.agent.session_id, reason=f"voice_{control}")
+        if control is Control.STOP:
+            self._end_after_reply = True
+        if not silent:
+            yield CONFIRMATION[control]
 
     def _start_say(self, text: str) -> None:
         turn = Turn(TurnTimeline(_new_id("say")))
@@ -592,8 +614,10 @@ class Conversation:
             return
         while True:
             await asyncio.sleep(min(1.0, limit / 4))
-            quiet_for = time.monotonic() - self._last_activity
-            if self.state is State.IDLE and quiet_for >= limit and self.agent.history:
+            now = time.monotonic()
+            quiet_for = self._idle.idle_for(now)
+            in_turn = self.front.listener.in_turn  # a plain read; the front-end thread writes it
+            if self.state is State.IDLE and not in_turn and self._idle.due(now, limit) and self.agent.history:
                 _LOGGER.info("no conversation for %.0f s: starting a new session", quiet_for)
                 await self.reset(quiet=True)
 
