@@ -23,6 +23,7 @@ from paho.mqtt.packettypes import PacketTypes
 from edgevoice import __version__
 from edgevoice.device.config.schema import DeviceConfig, MqttConfig
 from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.mqtt import remote as _remote  # noqa: F401 - registers doctor, aec_selftest, logs
 from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter, CommandTarget
 from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing, new_properties
 from edgevoice.device.mqtt.discovery import discovery_messages

@@ -106,6 +106,7 @@ class Daemon(DeviceActions):
         self.conversation: Conversation | None = None
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
+        self.tap: Any = None
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
 
@@ -193,7 +194,10 @@ class Daemon(DeviceActions):
 
     async def _supervise(self) -> None:
         assert self.conversation is not None and self.duplex is not None
-        conversation = asyncio.create_task(self.conversation.run(self.duplex), name="conversation")
+        from edgevoice.device.runtime.diagnostics import FrameTap
+
+        self.tap = FrameTap(self.duplex)  # the live AEC self-test records through it
+        conversation = asyncio.create_task(self.conversation.run(self.tap), name="conversation")
         watchdog = asyncio.create_task(self.notifier.run_watchdog(), name="watchdog")
         stop = asyncio.create_task(self._stop.wait(), name="stop")
         try:
@@ -509,6 +513,23 @@ class FleetCommands:
 
     async def state(self) -> dict[str, Any]:
         return await self._daemon.state()
+
+    # Remote diagnostics (edgevoice.device.mqtt.remote.DiagnosticsTarget).
+
+    async def doctor(self, only: tuple[str, ...]) -> dict[str, Any]:
+        from edgevoice.device.runtime.diagnostics import run_doctor
+
+        return await run_doctor(self._daemon, only)
+
+    async def aec_selftest(self) -> dict[str, Any]:
+        from edgevoice.device.runtime.diagnostics import run_live_selftest
+
+        return await run_live_selftest(self._daemon, self._daemon.tap)
+
+    async def logs(self, lines: int) -> dict[str, Any]:
+        from edgevoice.device.runtime.diagnostics import read_logs
+
+        return read_logs(lines)
 
 
 def build_front_end(config: Config) -> FrontEnd:
