@@ -23,10 +23,12 @@ from paho.mqtt.packettypes import PacketTypes
 from edgevoice import __version__
 from edgevoice.device.config.schema import DeviceConfig, MqttConfig
 from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.mqtt import announce_cmd as _announce_cmd  # noqa: F401 - registers announce, listen
 from edgevoice.device.mqtt import remote as _remote  # noqa: F401 - registers doctor, aec_selftest, logs
 from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter, CommandTarget
 from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing, new_properties
 from edgevoice.device.mqtt.discovery import discovery_messages
+from edgevoice.device.mqtt.discovery_rooms import rooms_discovery_messages
 from edgevoice.device.mqtt.telemetry import TelemetrySource, build_telemetry, read_source
 from edgevoice.device.mqtt.topics import Topics, answer_topic
 from edgevoice.device.sysinfo import SystemSampler
@@ -46,7 +48,8 @@ STATE_EVENTS = frozenset(
 )
 # Commands after which the retained state is refreshed.
 STATE_COMMANDS = frozenset(
-    {"say", "interrupt", "reset_session", "set_volume", "mute", "set_config", "reload"}
+    {"say", "interrupt", "reset_session", "set_volume", "mute", "set_config", "reload",
+     "announce", "listen"}
 )
 
 
@@ -157,9 +160,11 @@ class MqttBridge:
     def _birth(self) -> list[Outgoing]:
         messages = [Outgoing(self.topics.status, _json(self.status_online()), 1, True)]
         if self.config.homeassistant_discovery:
-            for topic, payload in discovery_messages(
+            base = discovery_messages(
                 self.topics, discovery_prefix=self.config.discovery_prefix, name=self.device.name
-            ):
+            )
+            extra = rooms_discovery_messages(self.topics, base, discovery_prefix=self.config.discovery_prefix)
+            for topic, payload in [*base, *extra]:
                 messages.append(Outgoing(topic, _json(payload), 1, True))
         return messages
 

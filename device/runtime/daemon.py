@@ -36,6 +36,7 @@ from edgevoice.device.gpio import ButtonEvent, ButtonSettings, LedPattern, Statu
 from edgevoice.device.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
 from edgevoice.device.logs import scrub_secrets
+from edgevoice.device.runtime.announce import Announcer
 from edgevoice.device.runtime.bargein import build_barge_in
 from edgevoice.device.runtime.conversation import Conversation, ConversationSettings
 from edgevoice.device.runtime.frontend import FrontEnd
@@ -107,6 +108,7 @@ class Daemon(DeviceActions):
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
         self.tap: Any = None
+        self.announcer = Announcer(self)
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
 
@@ -530,6 +532,18 @@ class FleetCommands:
         from edgevoice.device.runtime.diagnostics import read_logs
 
         return read_logs(lines)
+
+    # Announcements and remote turns (edgevoice.device.mqtt.announce_cmd.AnnounceTarget).
+
+    async def announce(self, *, text: str, url: str, then_listen: bool, urgent: bool,
+                       wait_s: float) -> dict[str, Any]:
+        from edgevoice.device.runtime.announce import Announcement
+
+        item = Announcement(text=text, url=url, then_listen=then_listen, urgent=urgent, wait_s=wait_s)
+        return await self._daemon.announcer.announce(item)
+
+    async def listen(self) -> dict[str, Any]:
+        return await self._daemon.announcer.listen()
 
 
 def build_front_end(config: Config) -> FrontEnd:

@@ -365,11 +365,17 @@ async def test_home_assistant_discovery(broker: Broker, observer: Observer, tmp_
     async with running_device(broker, "dev1", tmp_path, name="Kitchen", homeassistant_discovery=True) as (
         _, target, _bus
     ):
-        await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=8)
-        configs = await retained(broker, "homeassistant/#", count=8)
+        await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=11)
+        configs = await retained(broker, "homeassistant/#", count=11)
         by_topic = {m.topic: m.json() for m in configs}
         components = sorted(t.split("/")[1] for t in by_topic)
-        assert components == ["button", "button", "number", "sensor", "sensor", "sensor", "sensor", "switch"]
+        # the base entities, then announce/ask (notify) and listen (button) from discovery_rooms
+        assert components == ["button", "button", "button", "notify", "notify", "number", "sensor", "sensor",
+                              "sensor", "sensor", "switch"]
+        ask = by_topic["homeassistant/notify/dev1/ask/config"]
+        assert ask["device"] == by_topic["homeassistant/switch/dev1/mic_mute/config"]["device"]
+        assert ask["command_topic"] == "edgevoice/dev1/cmd/announce"
+        assert ask["unique_id"] == "edgevoice_dev1_ask"
         switch = by_topic["homeassistant/switch/dev1/mic_mute/config"]
         assert switch["availability_topic"] == "edgevoice/dev1/status"
         assert switch["device"]["name"] == "Kitchen"

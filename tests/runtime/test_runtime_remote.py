@@ -8,9 +8,9 @@ import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.device_commands import Commands, device_overrides
 from support.device_harness import running_device
 from support.mosquitto import Broker, password_of
 from support.mqtt_fakes import Observer
@@ -32,40 +32,14 @@ def log_ring() -> Iterator[RecentLogHandler]:
     root.setLevel(level)
 
 
-def device_overrides(broker: Broker, user: str, group: str = "") -> list[str]:
-    return [f"mqtt.url={broker.url}", f"mqtt.username={user}", f"mqtt.password={password_of(user)}",
-            f"device.id={user}", f"device.group={group}", "llm.provider=local",
-            "mqtt.telemetry_interval_s=5"]
-
-
-class Commands:
-    def __init__(self, observer: Observer, device_id: str) -> None:
-        self.observer = observer
-        self.device_id = device_id
-        self.n = 0
-
-    async def __call__(self, name: str, args: dict[str, Any] | None = None,
-                       timeout_s: float = 30) -> dict[str, Any]:
-        self.n += 1
-        request_id = f"{name}-{self.n}"
-        self.observer.publish(f"edgevoice/{self.device_id}/cmd/{name}", {"id": request_id, **(args or {})})
-        topic = f"edgevoice/{self.device_id}/cmd_result"
-        hits = await self.observer.await_for(
-            lambda m: m.topic == topic and m.json().get("id") == request_id, timeout_s)
-        answer: dict[str, Any] = hits[-1].json()
-        return answer
-
-
 async def test_doctor_selftest_and_logs_over_mqtt(tmp_path: Path, broker: Broker,
                                                  log_ring: RecentLogHandler) -> None:
     observer = Observer(broker)
-    observer.subscribe("edgevoice/dev1/cmd_result", "edgevoice/dev1/status")
+    command = Commands(observer, "dev1")
     try:
         async with running_device(tmp_path, device_overrides(broker, "dev1")) as device:
-            await observer.await_for(lambda m: m.topic == "edgevoice/dev1/status"
-                                     and m.json().get("state") == "online", 30)
+            await command.online()
             scrub_secrets([password_of("dev1")])  # as the CLI does at start
-            command = Commands(observer, "dev1")
             assert (await command("ping"))["ok"]
 
             report = await command("doctor", {"only": "audio,mqtt,disk"})
