@@ -44,6 +44,7 @@ STATE_EVENTS = frozenset(
         EventType.CONFIG_RELOADED,
         EventType.SESSION_READY,
         EventType.SESSION_RESET,
+        "timer.changed",  # edgevoice.device.timers.service.TIMER_EVENT
     }
 )
 # Commands after which the retained state is refreshed.

@@ -1,6 +1,7 @@
-"""Home Assistant discovery for announcements, questions and remote turns: two
+"""Home Assistant discovery for announcements, questions, remote turns and timers: two
 ``notify`` entities (Announce: speak the message; Ask: speak it, then listen without
-the wake word — what "ask question" automations need) and a ``Listen`` button.
+the wake word — what "ask question" automations need), a ``Listen`` button, and the
+timers' sensors (how many, when the next ends, whether one rings).
 
 They join the device the base entities (:mod:`.discovery`) describe and take its device
 block, availability and id scheme from the first of those, so the two stay one HA device.
@@ -40,6 +41,27 @@ def rooms_discovery_messages(
             "command_topic": topics.command("announce"),
             "command_template": '{"text": {{ value | tojson }}, "then_listen": true}',
             "icon": "mdi:account-question",
+        }),
+        ("sensor", "timers", {
+            "name": "Timers",
+            "state_topic": topics.state,
+            "value_template": "{{ (value_json.timers or []) | length }}",
+            "state_class": "measurement",
+            "icon": "mdi:timer-outline",
+        }),
+        ("sensor", "next_timer", {
+            "name": "Next timer",
+            "state_topic": topics.state,
+            "value_template": "{{ value_json.next_timer_at or None }}",
+            "device_class": "timestamp",
+        }),
+        ("binary_sensor", "timer_ringing", {
+            "name": "Timer ringing",
+            "state_topic": topics.state,
+            "value_template": "{{ 'ON' if value_json.timer_ringing else 'OFF' }}",
+            "payload_on": "ON",
+            "payload_off": "OFF",
+            "icon": "mdi:timer-alert",
         }),
         ("button", "listen", {
             "name": "Listen",

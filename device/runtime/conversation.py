@@ -148,6 +148,9 @@ class Conversation:
         self._last_frame_error = float("-inf")
         self._background: set[asyncio.Task[Any]] = set()
         self._unsubscribe = bus.subscribe(self._on_bus_event)
+        # Turns the device takes before the controls and the agent (a ringing timer's
+        # "stop"): text -> what to say ("" nothing), or None to pass the turn on.
+        self.intercept: Callable[[str], str | None] | None = None
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -476,11 +479,13 @@ class Conversation:
         self._reply_turn = turn
         self._reply_ended_at = None
         self._interrupted = None
-        control = control_of(final.text)
-        if control is not None:  # handled here, whatever the provider: never sent as a question
+        taken = self.intercept(final.text) if self.intercept is not None else None
+        control = control_of(final.text) if taken is None else None
+        if taken is not None or control is not None:  # handled here, never sent to the agent
+            deltas = (self._control(control, silent=turn.barge_in) if control is not None
+                      else _once(taken or ""))
             self._reply_task = asyncio.create_task(
-                self._run_reply(turn, self._control(control, silent=turn.barge_in), record=False),
-                name=f"control-{turn.timeline.turn_id}",
+                self._run_reply(turn, deltas, record=False), name=f"control-{turn.timeline.turn_id}"
             )
             return
         self._reply_task = asyncio.create_task(

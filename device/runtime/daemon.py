@@ -108,6 +108,7 @@ class Daemon(DeviceActions):
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
         self.tap: Any = None
+        self.timers: Any = None  # edgevoice.device.timers.service.TimerService once started
         self.announcer = Announcer(self)
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
@@ -176,6 +177,9 @@ class Daemon(DeviceActions):
             on_event=self._on_audio_event,
         )
         self._open_gpio(loop)
+        from edgevoice.device.runtime.timer_hooks import attach_timers
+
+        self.timers = attach_timers(self)
         self.duplex.start(loop)  # opens the devices; a wrong name raises here
         self._install_signals(loop)
         self.ready.set()
@@ -214,6 +218,8 @@ class Daemon(DeviceActions):
 
     async def _shutdown(self) -> None:
         self.notifier.stopping()
+        if self.timers is not None:
+            await self.timers.stop()
         for task in list(self._in_flight):
             await cancel_task(task)
         if self.mqtt is not None:
@@ -284,6 +290,8 @@ class Daemon(DeviceActions):
         conversation = self.conversation
         if conversation is None:
             return
+        if event is ButtonEvent.PRESSED and self.timers is not None and self.timers.stop_ringing():
+            return  # the press silenced a ringing timer, and does nothing else
         if event is ButtonEvent.PRESSED:
             self._spawn(conversation.button_pressed())
         elif event is ButtonEvent.RELEASED:
@@ -349,6 +357,13 @@ class Daemon(DeviceActions):
     async def start_over(self) -> None:
         if self.conversation is not None:
             self._spawn(self.conversation.reset())
+
+    async def timers_action(self, action: str, name: str | None = None,
+                            seconds: float | None = None) -> dict[str, Any]:
+        if self.timers is None:
+            return await super().timers_action(action, name, seconds)
+        result: dict[str, Any] = await self.timers.handle(action, name, seconds)
+        return result
 
     async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
         from edgevoice.device.gpio_outputs import drive_output
@@ -426,6 +441,7 @@ class Daemon(DeviceActions):
             "provider": self.config.llm.provider,
             "session_id": self.agent.session_id if self.agent else None,
             "config_revision": revision(self.config),
+            **(self.timers.snapshot() if self.timers is not None else {}),
         }
 
     # --- config -------------------------------------------------------------------------

@@ -365,13 +365,14 @@ async def test_home_assistant_discovery(broker: Broker, observer: Observer, tmp_
     async with running_device(broker, "dev1", tmp_path, name="Kitchen", homeassistant_discovery=True) as (
         _, target, _bus
     ):
-        await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=11)
-        configs = await retained(broker, "homeassistant/#", count=11)
+        await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=14)
+        configs = await retained(broker, "homeassistant/#", count=14)
         by_topic = {m.topic: m.json() for m in configs}
         components = sorted(t.split("/")[1] for t in by_topic)
-        # the base entities, then announce/ask (notify) and listen (button) from discovery_rooms
-        assert components == ["button", "button", "button", "notify", "notify", "number", "sensor", "sensor",
-                              "sensor", "sensor", "switch"]
+        # the base entities, then from discovery_rooms: announce/ask (notify), listen (button),
+        # the timers (two sensors, a binary sensor)
+        assert components == ["binary_sensor", "button", "button", "button", "notify", "notify", "number",
+                              "sensor", "sensor", "sensor", "sensor", "sensor", "sensor", "switch"]
         ask = by_topic["homeassistant/notify/dev1/ask/config"]
         assert ask["device"] == by_topic["homeassistant/switch/dev1/mic_mute/config"]["device"]
         assert ask["command_topic"] == "edgevoice/dev1/cmd/announce"
