@@ -22,6 +22,7 @@ from edgevoice.device.config.sections.agents import (
     OpenaiConfig,
 )
 from edgevoice.device.config.sections.appliance import (
+    ArbitrationConfig,
     ConversationConfig,
     DeviceConfig,
     GpioConfig,
@@ -57,6 +58,7 @@ __all__ = [
     "ConversationConfig",
     "DeviceConfig",
     "EarconsConfig",
+    "ArbitrationConfig",
     "EndpointConfig",
     "GpioConfig",
     "GpioOutputConfig",
@@ -91,6 +93,7 @@ class Config:
     homeassistant: HomeassistantConfig = section(HomeassistantConfig)
     local: LocalConfig = section(LocalConfig)
     mqtt: MqttConfig = section(MqttConfig)
+    arbitration: ArbitrationConfig = section(ArbitrationConfig)
     gpio: GpioConfig = section(GpioConfig)
     conversation: ConversationConfig = section(ConversationConfig)
     models: ModelsConfig = section(ModelsConfig)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from edgevoice.errors import EdgeVoiceError
 
 # Second-level names that are not device ids.
-RESERVED_IDS = frozenset({"group", "all", "reply", "fleet"})
+RESERVED_IDS = frozenset({"group", "all", "reply", "fleet", "room"})
 
 
 class TopicError(EdgeVoiceError, ValueError):

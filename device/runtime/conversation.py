@@ -25,7 +25,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -151,6 +151,10 @@ class Conversation:
         # Turns the device takes before the controls and the agent (a ringing timer's
         # "stop"): text -> what to say ("" nothing), or None to pass the turn on.
         self.intercept: Callable[[str], str | None] | None = None
+        # Wake-word arbitration: asked on each wake word heard while idle; False means
+        # another device of the room answers, and this one stands down without a sound.
+        self.arbiter: Callable[[WakeWordDetected], Awaitable[bool]] | None = None
+        self._stood_down = False  # ignore the abandoned turn's events until it is discarded
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -360,6 +364,9 @@ class Conversation:
             await self._take_barge_in(result.barge_in.onset_s)
 
     async def _on_hearing(self, event: HearingEvent) -> None:
+        if self._stood_down and not isinstance(event, WakeWordDetected):
+            self._stood_down = not isinstance(event, TurnDiscarded)
+            return
         if isinstance(event, SpeechStarted | SpeechStopped) and not self._in_reply:
             self._idle.activity(time.monotonic())  # the person's speech, not the device's echo
         if isinstance(event, SpeechStarted):
@@ -380,6 +387,11 @@ class Conversation:
         elif isinstance(event, WakeWordDetected):
             self.bus.emit(EventType.WAKE_WORD, name=event.name, audio_s=round(event.t, 3),
                           probability=round(event.probability, 3))
+            if self.arbiter is not None and self.state is State.IDLE and not await self.arbiter(event):
+                # Another device answers: drop the turn the listener opened, silently.
+                self._stood_down = True
+                self.front.control(lambda listener: listener.set_enabled(False) + listener.set_enabled(True))
+                return
             await self.feed(Input.WAKE_WORD)
         elif isinstance(event, PartialTranscript):
             turn = self._turn

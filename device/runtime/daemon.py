@@ -329,8 +329,12 @@ class Daemon(DeviceActions):
         from edgevoice.device.mqtt.bridge import MqttBridge
 
         self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus,
-                               FleetCommands(self), self.telemetry)
+                               FleetCommands(self), self.telemetry, arbitration=self.config.arbitration)
         await self.mqtt.start()
+        if self.mqtt.arbiter is not None:
+            from edgevoice.device.runtime.arbitration_hook import attach_arbiter
+
+            attach_arbiter(self, self.mqtt.arbiter)
 
     def telemetry(self) -> Mapping[str, Any]:
         data: dict[str, Any] = {}

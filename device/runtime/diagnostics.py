@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,10 +49,17 @@ class FrameTap:
         self._frames: list[DuplexFrame] | None = None
         self._wanted = 0
         self._done: tuple[asyncio.AbstractEventLoop, asyncio.Future[list[DuplexFrame]]] | None = None
+        # Mean square of the last second of microphone frames: the speech level that
+        # wake-word arbitration weighs the wake score by.
+        self._powers: deque[float] = deque(maxlen=100)
 
     def take(self, timeout: float, at_least: int = 1) -> list[DuplexFrame] | None:
         frames = self._source.take(timeout, at_least)
         if frames:
+            powers = [float(np.mean(np.square(np.asarray(f.mic, dtype=np.float32)))) / 2.0 ** 30
+                      for f in frames]
+            with self._lock:
+                self._powers.extend(powers)
             with self._lock:
                 if self._frames is not None:
                     self._frames.extend(frames)
@@ -60,6 +68,16 @@ class FrameTap:
                         taken, self._frames, self._done = self._frames, None, None
                         loop.call_soon_threadsafe(_resolve, future, taken)
         return frames
+
+    def speech_level(self) -> float:
+        """RMS (0..1 of full scale) of the loudest 30 % of the last second's frames:
+        the wake word, not the silence after it."""
+        with self._lock:
+            powers = sorted(self._powers)
+        if not powers:
+            return 0.0
+        loud = powers[int(len(powers) * 0.7):]
+        return float(np.sqrt(np.mean(loud)))
 
     def record(self, periods: int) -> asyncio.Future[list[DuplexFrame]]:
         """The next ``periods`` frames the conversation takes (or more: whole batches)."""
