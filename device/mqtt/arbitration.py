@@ -2,8 +2,9 @@
 
 Devices of one ``[device] room`` share the topic ``<p>/room/<room>/wake`` (QoS 0, never
 retained). On it they say who they are (``hello`` on connecting and every minute,
-answered by ``here``; ``bye`` on a clean stop) and claim each wake word they hear
-(``claim`` with ``score`` = wake probability × speech level). A device waits for the
+answered by ``here``; ``bye`` on a clean stop), claim each wake word they hear
+(``claim`` with ``score`` = wake probability × speech level) and say what they decided
+(``answered`` / ``stood_down``). A device waits for the
 others' claims at most ``[arbitration] window_ms``, and only while some device it knows
 in the room has not claimed yet; with no broker, or nobody else in the room, it answers
 at once. Runs on the event loop; paho's thread hands messages over.
@@ -99,6 +100,13 @@ class WakeArbiter:
             self.room.present(device, now)
         elif kind == "bye":
             self.room.gone(device)
+        elif kind in ("answered", "stood_down"):
+            verdict = Verdict.ANSWER if kind == "answered" else Verdict.STAND_DOWN
+            self.room.decided(device, verdict, now, horizon_s=2 * self.window_ms / 1000)
+            if self._election is not None:
+                self._election.told(device, verdict)
+                if self._changed is not None:
+                    self._changed.set()
         elif kind == "claim":
             try:
                 score = float(body["score"])
@@ -135,6 +143,7 @@ class WakeArbiter:
                     pass
         finally:
             self._election = None
+        self._send({"type": "answered" if verdict is Verdict.ANSWER else "stood_down"})
         if verdict is Verdict.STAND_DOWN:
             self.stood_down += 1
             _LOGGER.info("wake word: standing down for %s", election.winner().device)

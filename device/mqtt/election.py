@@ -1,10 +1,15 @@
 """Wake-word arbitration, the pure part: which device of a room answers.
 
 Every device that hears the wake word claims it with ``score`` = wake probability ×
-speech level; the highest claim wins, ties to the lowest device id. A device decides as
-soon as it can: at once when no other device is known in the room; as soon as a
-higher claim arrives (it lost); as soon as every known device of the room has claimed
-(it knows the winner); else when its window closes, with the claims it has.
+speech level; the highest claim wins, ties to the lowest device id. Each device says
+what it decided (``answered`` / ``stood down``) once it knows. A device decides as soon
+as it can: at once when no other device is known in the room; as soon as a higher claim
+arrives, or a device says it answered (it lost); when every known device of the room has
+claimed and it is the best — but a device whose claim came in *before* its own may
+already have decided (it could not have seen ours in time), so it also waits for each of
+those to say it stood down; else when its window closes: it answers when nobody claimed
+before it, and stands down when somebody did and never said it stood down (that one
+answered).
 
 No clock and no I/O: times (seconds, any monotonic origin) are passed in.
 """
@@ -41,6 +46,7 @@ class Election:
     peers: frozenset[str]  # the other devices known in the room
     window_s: float
     claims: dict[str, Claim] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # what the others decided
 
     @property
     def deadline(self) -> float:
@@ -55,6 +61,11 @@ class Election:
         if best is None or claim.score > best.score:
             self.claims[claim.device] = claim
 
+    def told(self, device: str, verdict: Verdict) -> None:
+        """Another device said what it decided."""
+        if device != self.me.device:
+            self.verdicts[device] = verdict
+
     def winner(self) -> Claim:
         best = self.me
         for claim in self.claims.values():
@@ -64,10 +75,18 @@ class Election:
 
     def decide(self, now: float) -> Verdict | None:
         """The verdict, or None to keep waiting (until :attr:`deadline`)."""
+        if Verdict.ANSWER in self.verdicts.values():
+            return Verdict.STAND_DOWN
         if any(claim.beats(self.me) for claim in self.claims.values()):
             return Verdict.STAND_DOWN
-        if not self.peers or self.peers <= set(self.claims) or now >= self.deadline:
+        # Claims that came in before ours: their makers decide without waiting for us.
+        earlier = [c.device for c in self.claims.values() if c.at <= self.me.at]
+        undecided = [d for d in earlier if self.verdicts.get(d) is not Verdict.STAND_DOWN]
+        everyone = not self.peers or self.peers <= set(self.claims)
+        if everyone and not undecided:
             return Verdict.ANSWER
+        if now >= self.deadline:
+            return Verdict.STAND_DOWN if undecided else Verdict.ANSWER
         return None
 
 
@@ -80,6 +99,7 @@ class Room:
     expiry_s: float = 90.0
     seen: dict[str, float] = field(default_factory=dict)  # device -> last heard of
     recent: list[Claim] = field(default_factory=list)
+    recent_verdicts: list[tuple[str, Verdict, float]] = field(default_factory=list)
 
     def present(self, device: str, now: float) -> None:
         if device != self.me:
@@ -98,9 +118,21 @@ class Room:
         self.recent = [c for c in self.recent if claim.at - c.at <= horizon_s]
         self.recent.append(claim)
 
+    def decided(self, device: str, verdict: Verdict, at: float, horizon_s: float) -> None:
+        if device == self.me:
+            return
+        self.recent_verdicts = [v for v in self.recent_verdicts if at - v[2] <= horizon_s]
+        self.recent_verdicts.append((device, verdict, at))
+
     def open(self, me: Claim, window_s: float) -> Election:
-        """An election for this device's own claim, with the claims already in."""
+        """An election for this device's own claim, with the claims and verdicts already
+        in. A claim older than one window before ours belongs to a device that has
+        decided by now: ours counts as later than it (it is an earlier claim)."""
         election = Election(me, self.peers(me.at), window_s)
         for claim in self.recent:
-            election.add(claim)
+            if 0 <= me.at - claim.at <= 2 * window_s:
+                election.claims.setdefault(claim.device, claim)
+        for device, verdict, at in self.recent_verdicts:  # said at most one window ago
+            if 0 <= me.at - at <= window_s:
+                election.told(device, verdict)
         return election

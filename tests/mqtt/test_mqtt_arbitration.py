@@ -114,7 +114,7 @@ async def test_it_holds_with_50_ms_of_broker_latency(broker: Broker, tmp_path: P
                 scores = [0.3 + 0.1 * ((i + round_) % devices) for i in range(devices)]
                 results = await wake_together(bridges, scores, [0.015 * i for i in range(devices)])
                 verdicts = [v for v, _ in results]
-                assert verdicts.count(Verdict.ANSWER) == 1, results
+                assert verdicts.count(Verdict.ANSWER) == 1, (round_, scores, results)
                 assert verdicts[scores.index(max(scores))] is Verdict.ANSWER
                 # a claim takes ~100 ms (50 ms to the broker, 50 back): inside the 250 ms window
                 assert max(w for _, w in results) < 0.25, results

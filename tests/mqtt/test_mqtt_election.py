@@ -67,3 +67,30 @@ def test_old_claims_and_departed_peers_do_not_count() -> None:
     stale = Room("a", expiry_s=5.0)
     stale.present("b", 0.0)
     assert stale.peers(6.0) == frozenset()
+
+
+def test_an_earlier_claimer_must_say_it_stood_down_before_a_better_later_one_answers() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.heard(Claim("a", 0.3, 9.95), horizon_s=0.5)  # a claimed before b heard the wake word
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.decide(10.0) is None  # a may have decided without seeing b's claim
+    election.told("a", Verdict.STAND_DOWN)
+    assert election.decide(10.01) is Verdict.ANSWER
+
+
+def test_a_device_that_answered_wins_even_against_a_better_late_claim() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.heard(Claim("a", 0.3, 9.7), horizon_s=0.5)
+    room.decided("a", Verdict.ANSWER, 9.95, horizon_s=0.5)
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.decide(10.0) is Verdict.STAND_DOWN
+
+
+def test_an_earlier_claimer_that_never_says_anything_answered() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.heard(Claim("a", 0.3, 9.95), horizon_s=0.5)
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.decide(10.25) is Verdict.STAND_DOWN
