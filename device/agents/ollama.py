@@ -107,7 +107,8 @@ class OllamaClient(AgentClient):
         body = self.build_body(turn)
         for _round in range(self._llm.max_tool_rounds + 1):
             calls: list[ToolCall] = []
-            for attempt in (1, 2, 3):
+            resent = False  # after going silent: once
+            while True:
                 said = False
                 try:
                     async for delta in self._one_request(body, deadline, calls):
@@ -115,8 +116,9 @@ class OllamaClient(AgentClient):
                         yield delta
                     break
                 except AgentIdleTimeoutError:
-                    if attempt == 3 or said:
+                    if resent or said or calls:
                         raise
+                    resent = True
                     _LOGGER.warning("%s went silent past idle_timeout_ms; re-sending the turn once", WHAT)
                 except AgentHttpStatusError as err:
                     # A model without tool support refuses any request that offers tools:

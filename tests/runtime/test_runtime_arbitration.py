@@ -102,3 +102,27 @@ async def test_a_louder_device_in_the_room_makes_this_one_stand_down(tmp_path: P
     finally:
         peer.close()
         observer.close()
+
+
+async def test_the_button_is_never_arbitrated(tmp_path: Path, broker: Broker) -> None:
+    from gpiozero.pins.mock import MockFactory
+
+    observer = Observer(broker)
+    command = Commands(observer, "dev1")
+    peer = LouderPeer(broker)
+    peer.subscribe(TOPIC)
+    factory = MockFactory()
+    try:
+        overrides = [*device_overrides(broker, "dev1"), *ROOM, "gpio.enabled=true", "gpio.button_pin=17"]
+        async with running_device(tmp_path, overrides, pin_factory=factory) as device:
+            await command.online()
+            arbiter = device.daemon.mqtt.arbiter
+            assert arbiter is not None
+            assert await await_until(lambda: "dev2" in arbiter.room.peers(time.monotonic()), 10)
+            factory.pin(17).drive_low()  # a louder device in the room does not matter
+            await device.wait_for(EventType.STATE_CHANGED, state="listening")
+            factory.pin(17).drive_high()
+            assert device.of(ARBITRATED_EVENT) == [] and peer.claims_seen == []
+    finally:
+        peer.close()
+        observer.close()
