@@ -29,7 +29,7 @@ from edgevoice.device.timers.store import FILE_NAME, load_book, save_book
 
 _LOGGER = logging.getLogger(__name__)
 
-RING_PERIOD_S = 2.0  # one timer earcon (1.1 s) and a pause
+RING_PERIOD_S = 2.0  # one timer earcon (0.4 s) and a pause
 RING_MAX_S = 300.0  # a timer nobody stops goes quiet after five minutes
 TIMER_EVENT = "timer.changed"
 
