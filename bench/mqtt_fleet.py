@@ -35,14 +35,16 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support.mosquitto import Broker, make_pki, password_of  # noqa: E402
 
 from edgevoice.device.config.loader import build_config  # noqa: E402
+from edgevoice.device.config.schema import GpioOutputConfig  # noqa: E402
+from edgevoice.device.control import DeviceControl  # noqa: E402
 from edgevoice.device.events import EventBus  # noqa: E402
-from edgevoice.device.mqtt import CommandTarget, MqttBridge  # noqa: E402
+from edgevoice.device.mqtt import MqttBridge  # noqa: E402
 from edgevoice.device.mqtt.fleet import Addressee, FleetClient  # noqa: E402
 
 PER_WORKER = 100
 
 
-class MemoryTarget(CommandTarget):
+class MemoryTarget(DeviceControl):
     """A device's runtime side, held in memory."""
 
     def __init__(self) -> None:
@@ -58,8 +60,18 @@ class MemoryTarget(CommandTarget):
     async def reset_session(self) -> None:
         return None
 
-    async def set_volume(self, level: float) -> None:
+    async def set_volume(self, level: float) -> float:
         self.volume = level
+        return level
+
+    async def end_conversation(self) -> None:
+        return None
+
+    async def start_over(self) -> None:
+        return None
+
+    async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
+        return bool(on)
 
     async def mute(self, mic: bool) -> None:
         self.muted = mic

@@ -180,9 +180,7 @@ def _install(
             )
         (content / METADATA_FILE).write_text("{}", encoding="utf-8")  # fail early on a full disk
         write_json_atomic(content / METADATA_FILE, _metadata(entry, downloaded, content, progress))
-        if target.exists():
-            os.rename(target, staging / "previous")
-        os.rename(content, target)
+        _swap_in(content, target, staging / "previous")
     except OSError as err:
         raise storage_error(err, folder) from err
     finally:
@@ -194,6 +192,27 @@ def _install(
     if installed is None:  # pragma: no cover - we just wrote its metadata
         raise ModelArchiveError(f"model {entry.name} vanished from {target} right after installing")
     return installed.location
+
+
+def _swap_in(content: Path, target: Path, previous: Path) -> None:
+    """Put ``content`` at ``target``; an installed model there moves to ``previous``
+    (inside the staging folder, removed afterwards) and is put back if the new one
+    cannot take its place, so a failed ``fetch --force`` keeps the old model."""
+    had_previous = target.exists()
+    if had_previous:
+        os.rename(target, previous)
+    try:
+        os.rename(content, target)
+    except OSError:
+        if had_previous:
+            try:
+                os.rename(previous, target)
+            except OSError as restore_err:  # pragma: no cover - both renames in one folder
+                kept = target.with_name(f"{target.name}.previous")
+                _LOGGER.error("could not put the previous %s back (%s); it is kept as %s",
+                              target.name, restore_err, kept)
+                os.rename(previous, kept)  # out of the staging folder, which is removed
+        raise
 
 
 def _metadata(

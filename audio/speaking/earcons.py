@@ -25,6 +25,8 @@ class Earcon(StrEnum):
     THINKING = "thinking"
     ERROR = "error"
     RESET = "reset"
+    ANNOUNCE = "announce"  # before an announcement from outside (MQTT announce)
+    TIMER = "timer"  # a timer ringing (repeated until stopped)
 
 
 # (frequency Hz, duration ms, gap after ms) per note
@@ -34,6 +36,8 @@ _NOTES: dict[Earcon, tuple[tuple[float, int, int], ...]] = {
     Earcon.THINKING: ((440.0, 35, 90), (440.0, 35, 0)),
     Earcon.ERROR: ((494.0, 120, 20), (330.0, 200, 0)),
     Earcon.RESET: ((784.0, 70, 15), (659.0, 70, 15), (523.0, 110, 0)),
+    Earcon.ANNOUNCE: ((523.0, 100, 20), (659.0, 100, 20), (784.0, 160, 0)),
+    Earcon.TIMER: ((1047.0, 100, 50), (1047.0, 100, 50), (1047.0, 100, 0)),
 }
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import abc
 import logging
+from typing import Any
 
 from edgevoice.device.config.schema import GpioOutputConfig
+from edgevoice.errors import EdgeVoiceError
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -34,6 +36,13 @@ class DeviceActions(abc.ABC):
     async def gpio_output(self, output: GpioOutputConfig, on: bool | None) -> bool:
         """Drive a declared GPIO output: ``mode`` pulse (``on`` is None), toggle (None) or
         switch (``on`` True/False). Return whether the output is on afterwards."""
+
+    async def timers_action(self, action: str, name: str | None = None,
+                            seconds: float | None = None) -> dict[str, Any]:
+        """Timers (edgevoice.device.timers): ``action`` "set" (``seconds``, ``name``
+        optional), "left" or "cancel" (``name`` optional); returns ``{"say": what to tell
+        the person, "timers": [...]}``. A device without timers says so."""
+        raise EdgeVoiceError("this device has no timers", code="timers_unavailable")
 
 
 class RecordingActions(DeviceActions):

@@ -42,8 +42,9 @@ def build_agent(
         return OpenAiClient(config.openai, llm, tools)
     if provider == "ollama":
         from edgevoice.device.agents.ollama import OllamaClient
+        from edgevoice.device.agents.tools import DeviceTools
 
-        return OllamaClient(config.ollama, llm)
+        return OllamaClient(config.ollama, llm, DeviceTools(llm.tools, llm.gpio_outputs, actions, now=now))
     if provider == "homeassistant":
         from edgevoice.device.agents.homeassistant import HomeAssistantClient
 

@@ -26,6 +26,7 @@ from edgevoice.device.agents.base import AgentClient, UserTurn
 from edgevoice.device.config.schema import LlmConfig, LocalConfig
 from edgevoice.device.knowledge.answer import choose_answer, dont_know
 from edgevoice.device.knowledge.retrieval import content_words
+from edgevoice.errors import EdgeVoiceError
 
 _WORDS = re.compile(r"\S+\s*")
 
@@ -47,9 +48,13 @@ class Intent(StrEnum):
     ECHO = "echo"
     KNOWLEDGE = "knowledge"  # answered from the knowledge base
     DONT_KNOW = "dont_know"  # a question the knowledge base does not answer
+    TIMER = "timer"  # set / how long is left / cancel, through DeviceActions.timers_action
 
-# Intents that act on the conversation itself: never answered from knowledge.
-CONTROL_INTENTS = frozenset({Intent.STOP, Intent.START_OVER, Intent.REPEAT_AFTER, Intent.REPEAT_LAST})
+
+# Intents that act on the conversation itself (and timers, which act on the device):
+# never answered from knowledge.
+CONTROL_INTENTS = frozenset({Intent.STOP, Intent.START_OVER, Intent.REPEAT_AFTER, Intent.REPEAT_LAST,
+                             Intent.TIMER})
 
 
 _PATTERNS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
@@ -153,6 +158,8 @@ def compose(intent: Intent, rest: str, *, name: str, now: datetime, last_user: s
         case Intent.ECHO:
             return (f"You said: {rest}. I'm the built-in agent, so I can only tell the time and date, "
                     "repeat things and tell a story.")
+        case Intent.TIMER:
+            return "Say: set a timer for five minutes, how long is left, or cancel the timer."
 
 
 def words(text: str) -> list[str]:
@@ -178,6 +185,18 @@ class LocalAgentClient(AgentClient):
         self._now = now or (lambda: datetime.now().astimezone())
         self.answer_score = answer_score
 
+    async def _timer_reply(self, text: str) -> str | None:
+        from edgevoice.device.timers.phrases import parse_timer_request
+
+        request = parse_timer_request(text)
+        if request is None or self._actions is None:
+            return None
+        try:
+            result = await self._actions.timers_action(str(request.action), request.name, request.seconds)
+        except EdgeVoiceError as err:
+            return f"Sorry, I can't do that: {err.message}"
+        return str(result.get("say", ""))
+
     def answer(self, turn: UserTurn) -> LocalReply:
         intent, rest = classify(turn.text)
         last_user = self.history[-1].user if self.history else ""
@@ -199,7 +218,8 @@ class LocalAgentClient(AgentClient):
         return LocalReply(intent, text)
 
     async def _stream(self, turn: UserTurn) -> AsyncGenerator[str, None]:
-        reply = self.answer(turn)
+        timer_reply = await self._timer_reply(turn.text)
+        reply = LocalReply(Intent.TIMER, timer_reply) if timer_reply is not None else self.answer(turn)
         if reply.intent is Intent.STOP and self._actions is not None:
             await self._actions.end_conversation()
         elif reply.intent is Intent.START_OVER:

@@ -1,6 +1,6 @@
 """Device-side tools offered to OpenAI-compatible models: their JSON schemas and execution.
 
-Built in: ``current_time``, ``set_volume``, ``end_conversation``; plus one tool per
+Built in: ``current_time``, ``set_volume``, ``end_conversation``, ``timer``; plus one tool per
 ``[[llm.gpio_outputs]]`` entry. A tool result is a JSON string sent back in a ``tool``
 message; a tool that fails tells the model why instead of failing the turn.
 """
@@ -103,6 +103,16 @@ class DeviceTools:
                 "end_conversation",
                 "End the conversation when the person says goodbye or asks you to stop.", {}, [],
             ))
+        if "timer" in self._builtins:
+            tools.append(_function(
+                "timer",
+                "Kitchen timers on the device, several at once, each with a name. They ring on the "
+                "device until the person says stop. Use it to set one, say how long is left, or cancel.",
+                {"action": {"type": "string", "enum": ["set", "left", "cancel"]},
+                 "seconds": {"type": "number", "description": "for set: the duration in seconds"},
+                 "name": {"type": "string", "description": "optional, e.g. pasta; default 'timer'"}},
+                ["action"],
+            ))
         for output in self._gpio.values():
             properties: dict[str, Any] = {}
             required: list[str] = []
@@ -150,6 +160,13 @@ class DeviceTools:
         if name == "end_conversation" and "end_conversation" in self._builtins and actions is not None:
             await actions.end_conversation()
             return {"ok": True, "note": "say a short goodbye"}
+        if name == "timer" and "timer" in self._builtins and actions is not None:
+            seconds = args.get("seconds")
+            label = args.get("name")
+            return await actions.timers_action(
+                str(args.get("action", "")), str(label) if label else None,
+                float(seconds) if isinstance(seconds, int | float) else None,
+            )
         output = self._gpio.get(name)
         if output is not None and actions is not None:
             if output.confirm and not (args.get("confirmed") is True and is_affirmative(user_text)):

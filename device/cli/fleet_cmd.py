@@ -91,18 +91,37 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def summarise_result(result: object) -> str:
+    """One line for a result: a doctor report as its verdict and the checks that did not
+    pass (``FAIL agent, mqtt; WARN disk``), anything else as compact JSON."""
+    if isinstance(result, dict) and isinstance(result.get("checks"), list) and "ok" in result:
+        checks = [c for c in result["checks"] if isinstance(c, dict)]
+        by_status: dict[str, list[str]] = {}
+        for check in checks:
+            by_status.setdefault(str(check.get("status", "?")), []).append(str(check.get("name", "?")))
+        verdict = "doctor ok" if result.get("ok") else "doctor FAIL"
+        bad = "; ".join(f"{status.upper()} {', '.join(names)}" for status, names in sorted(by_status.items())
+                        if status not in ("ok", "skip"))
+        passed = len(by_status.get("ok", []))
+        return f"{verdict}  {passed}/{len(checks)} ok" + (f"  {bad}" if bad else "")
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+
+
 def format_report(report: SendReport) -> str:
     lines = []
     for device_id in sorted(report.answers):
         answer = report.answers[device_id]
         if answer.get("ok"):
-            result = json.dumps(answer.get("result"), ensure_ascii=False, separators=(",", ":"))
-            lines.append(f"{device_id}  ok  {result}")
+            lines.append(f"{device_id}  ok  {summarise_result(answer.get('result'))}")
         else:
             error = answer.get("error") or {}
             lines.append(f"{device_id}  error  {error.get('code', '?')}: {error.get('message', '')}")
     if report.missing:
         lines.append(f"no answer ({len(report.missing)}): {', '.join(report.missing)}")
+    if report.dropped:
+        who = ", ".join(f"{sender} as {'/'.join(claims)}"
+                        for sender, claims in sorted(report.impostors.items()))
+        lines.append(f"dropped {report.dropped} answer(s) claiming another identity: {who}")
     lines.append(f"{len(report.answers)} answer(s) in {report.elapsed_s:.2f} s")
     return "\n".join(lines) + "\n"
 

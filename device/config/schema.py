@@ -22,6 +22,7 @@ from edgevoice.device.config.sections.agents import (
     OpenaiConfig,
 )
 from edgevoice.device.config.sections.appliance import (
+    ArbitrationConfig,
     ConversationConfig,
     DeviceConfig,
     GpioConfig,
@@ -58,6 +59,7 @@ __all__ = [
     "ConversationConfig",
     "DeviceConfig",
     "EarconsConfig",
+    "ArbitrationConfig",
     "EndpointConfig",
     "GpioConfig",
     "GpioOutputConfig",
@@ -94,6 +96,7 @@ class Config:
     local: LocalConfig = section(LocalConfig)
     knowledge: KnowledgeConfig = section(KnowledgeConfig)
     mqtt: MqttConfig = section(MqttConfig)
+    arbitration: ArbitrationConfig = section(ArbitrationConfig)
     gpio: GpioConfig = section(GpioConfig)
     conversation: ConversationConfig = section(ConversationConfig)
     models: ModelsConfig = section(ModelsConfig)

@@ -21,14 +21,18 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.packettypes import PacketTypes
 
 from edgevoice import __version__
-from edgevoice.device.config.schema import DeviceConfig, MqttConfig
+from edgevoice.device.config.schema import ArbitrationConfig, DeviceConfig, MqttConfig
 from edgevoice.device.control import DeviceControl
 from edgevoice.device.events import Event, EventBus, EventType
+from edgevoice.device.mqtt import announce_cmd as _announce_cmd  # noqa: F401 - registers announce, listen
+from edgevoice.device.mqtt import remote as _remote  # noqa: F401 - registers doctor, aec_selftest, logs
+from edgevoice.device.mqtt.arbitration import WakeArbiter, room_topic
 from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter
 from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing, new_properties
 from edgevoice.device.mqtt.discovery import discovery_messages
+from edgevoice.device.mqtt.discovery_rooms import rooms_discovery_messages
 from edgevoice.device.mqtt.telemetry import TelemetrySource, build_telemetry, read_source
-from edgevoice.device.mqtt.topics import Topics
+from edgevoice.device.mqtt.topics import Topics, answer_topic
 from edgevoice.device.system.sysinfo import SystemSampler
 
 _LOGGER = logging.getLogger(__name__)
@@ -42,11 +46,13 @@ STATE_EVENTS = frozenset(
         EventType.CONFIG_RELOADED,
         EventType.SESSION_READY,
         EventType.SESSION_RESET,
+        "timer.changed",  # edgevoice.device.timers.service.TIMER_EVENT
     }
 )
 # Commands after which the retained state is refreshed.
 STATE_COMMANDS = frozenset(
-    {"say", "interrupt", "reset_session", "set_volume", "mute", "set_config", "reload"}
+    {"say", "interrupt", "reset_session", "set_volume", "mute", "set_config", "reload",
+     "announce", "listen"}
 )
 
 
@@ -68,6 +74,7 @@ class MqttBridge:
         *,
         sampler_factory: Callable[[], SystemSampler] = SystemSampler,
         clock: Callable[[], float] = time.monotonic,
+        arbitration: ArbitrationConfig | None = None,
     ) -> None:
         if not config.url:
             raise MqttConfigError("mqtt.url is empty: set it to mqtt://host:1883 to use MQTT")
@@ -95,6 +102,14 @@ class MqttBridge:
         self._last_state_payload: bytes | None = None
         self._last_turn: dict[str, Any] | None = None
         self._telemetry_seq = 0
+        # Wake-word arbitration with the other devices of [device] room (None: not arbitrated).
+        self.arbiter: WakeArbiter | None = None
+        if device.room and (arbitration is None or arbitration.enabled):
+            self.arbiter = WakeArbiter(
+                device_id=device_id, topic=room_topic(config.topic_prefix, device.room),
+                window_ms=arbitration.window_ms if arbitration is not None else 250,
+                publish=self._publish_room,
+            )
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -117,17 +132,21 @@ class MqttBridge:
             self.device_id,
             will=offline,
             birth=self._birth,
-            subscriptions=self.topics.subscriptions(),
+            subscriptions=[*self.topics.subscriptions(), *([self.arbiter.topic] if self.arbiter else [])],
             on_message=self._on_message_thread,
             on_connected=self._on_connected_thread,
         )
         self._unsubscribe = self._bus.subscribe(self._on_event)
         self._connection.start()
+        if self.arbiter is not None:
+            self.arbiter.start()
         self._telemetry_task = asyncio.create_task(self._telemetry_loop(), name="mqtt-telemetry")
         self._schedule_state_refresh()
         _LOGGER.info("MQTT bridge for %s started (broker %s)", self.device_id, self._connection.address.host)
 
     async def stop(self) -> None:
+        if self.arbiter is not None:
+            await self.arbiter.stop()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -157,9 +176,11 @@ class MqttBridge:
     def _birth(self) -> list[Outgoing]:
         messages = [Outgoing(self.topics.status, _json(self.status_online()), 1, True)]
         if self.config.homeassistant_discovery:
-            for topic, payload in discovery_messages(
+            base = discovery_messages(
                 self.topics, discovery_prefix=self.config.discovery_prefix, name=self.device.name
-            ):
+            )
+            extra = rooms_discovery_messages(self.topics, base, discovery_prefix=self.config.discovery_prefix)
+            for topic, payload in [*base, *extra]:
                 messages.append(Outgoing(topic, _json(payload), 1, True))
         return messages
 
@@ -182,6 +203,8 @@ class MqttBridge:
             )
         # The broker may have lost the retained state (a restart without persistence).
         self._last_state_payload = None
+        if self.arbiter is not None:
+            self.arbiter.connected()
         self._schedule_state_refresh()
 
     # --- events out ---------------------------------------------------------------------
@@ -265,7 +288,20 @@ class MqttBridge:
 
     # --- commands in ------------------------------------------------------------------
 
+    def _publish_room(self, payload: bytes) -> bool:
+        """A room message, now or never (QoS 0, not queued while offline)."""
+        if self._connection is None or not self._connection.connected or self.arbiter is None:
+            return False
+        self._connection.publish(Outgoing(self.arbiter.topic, payload, 0, False))
+        return True
+
     def _on_message_thread(self, message: mqtt.MQTTMessage) -> None:
+        if self.arbiter is not None and message.topic == self.arbiter.topic and self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(self.arbiter.on_message, bytes(message.payload))
+            except RuntimeError:
+                _LOGGER.debug("room message dropped: loop closed")
+            return
         name = self.topics.command_name(message.topic)
         if name is None or self._loop is None:
             return
@@ -302,6 +338,9 @@ class MqttBridge:
             props = new_properties(PacketTypes.PUBLISH)
             if correlation is not None:
                 props.CorrelationData = correlation
-            self._connection.publish(Outgoing(response_topic, body, 1, False, props))
+            # One level below the response topic, named by this device: the only reply
+            # topic the ACL lets it write, so the requester knows who answered.
+            topic = answer_topic(response_topic, self.device_id)
+            self._connection.publish(Outgoing(topic, body, 1, False, props))
         else:
             self._connection.publish(Outgoing(self.topics.cmd_result, body, 1, False))

@@ -15,7 +15,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -76,7 +76,23 @@ COMMAND_ARGS: dict[str, dict[str, Arg]] = {
     "knowledge_sync": {"url": Arg(str), "sha256": Arg(str)},
 }
 
-_TYPE_NAMES = {str: "a string", float: "a number", bool: "true or false", dict: "an object"}
+_TYPE_NAMES = {str: "a string", float: "a number", bool: "true or false", dict: "an object",
+               int: "an integer"}
+
+# Commands that other modules add (device/mqtt/remote.py: diagnostics, announcements,
+# timers): name -> handler(target, checked arguments). Registered with
+# :func:`register_command`, which also declares their arguments in COMMAND_ARGS.
+CommandHandler = Callable[[Any, dict[str, Any]], Awaitable[Any]]
+EXTRA_HANDLERS: dict[str, CommandHandler] = {}
+
+
+def register_command(name: str, args: dict[str, Arg], handler: CommandHandler) -> None:
+    """Add command ``name`` beside the built-in ones (its answer is what ``handler``
+    returns; raise :class:`CommandError` or an ``EdgeVoiceError`` to refuse)."""
+    if name in COMMAND_ARGS and name not in EXTRA_HANDLERS:
+        raise ValueError(f"command {name!r} is built in")
+    COMMAND_ARGS[name] = args
+    EXTRA_HANDLERS[name] = handler
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +268,8 @@ class CommandRouter:
             return await target.fetch_model(args["name"])
         elif name == "knowledge_sync":
             return await target.knowledge_sync(args["url"], args["sha256"])
+        elif name in EXTRA_HANDLERS:
+            return await EXTRA_HANDLERS[name](target, args)
         else:  # COMMAND_ARGS and this dispatch must agree
             raise CommandError(ErrorCode.UNKNOWN_COMMAND, f"unknown command {name!r}")
         return {"done": True}

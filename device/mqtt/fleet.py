@@ -10,6 +10,7 @@ that message after every retained message of the earlier subscriptions.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
@@ -25,12 +26,15 @@ from edgevoice.device.config.schema import MqttConfig
 from edgevoice.device.mqtt.connection import connect_properties, make_client, new_properties, set_nodelay
 from edgevoice.device.mqtt.topics import (
     all_command_topic,
+    answerer_of,
     device_command_topic,
     device_of,
     group_command_topic,
     reply_topic,
 )
 from edgevoice.errors import EdgeVoiceError
+
+_LOGGER = logging.getLogger(__name__)
 
 
 class BrokerUnavailableError(EdgeVoiceError, ConnectionError):
@@ -89,6 +93,15 @@ class SendReport:
     expected: list[str]
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     elapsed_s: float = 0.0
+    # Answers dropped because their "device" field named another device than the
+    # topic they arrived on (which the broker's ACL ties to the sender's login):
+    # sender (by topic) -> the identities it claimed.
+    impostors: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def dropped(self) -> int:
+        """How many answers claimed another identity and were not believed."""
+        return sum(len(v) for v in self.impostors.values())
 
     @property
     def missing(self) -> list[str]:
@@ -96,13 +109,16 @@ class SendReport:
 
     @property
     def all_ok(self) -> bool:
-        return not self.missing and all(a.get("ok") for a in self.answers.values())
+        return (not self.missing and not self.impostors
+                and all(a.get("ok") for a in self.answers.values()))
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.request_id,
             "answers": [self.answers[k] for k in sorted(self.answers)],
             "no_answer": self.missing,
+            "dropped_impostor_answers": self.dropped,
+            "impostors": {k: list(v) for k, v in sorted(self.impostors.items())},
             "elapsed_s": round(self.elapsed_s, 3),
         }
 
@@ -212,8 +228,8 @@ class FleetClient:
         for handler in list(self._handlers):
             handler(message)
 
-    def _subscribe(self, topics: list[str], timeout_s: float) -> None:
-        result, mid = self.client.subscribe([(t, 1) for t in topics])
+    def _subscribe(self, topics: list[str], timeout_s: float, qos: int = 1) -> None:
+        result, mid = self.client.subscribe([(t, qos) for t in topics])
         if result != mqtt.MQTT_ERR_SUCCESS or mid is None:
             raise BrokerUnavailableError(f"subscribing failed: {mqtt.error_string(result)}")
         with self._cond:
@@ -237,7 +253,10 @@ class FleetClient:
         self._handlers.append(collect)
         try:
             self._subscribe([sentinel], timeout_s)
-            self._subscribe(topics, timeout_s)
+            # QoS 0: the broker sends retained messages without waiting for an ack of each
+            # (at QoS 1 its 20-message in-flight window made 6 000 retained messages of
+            # 2 000 devices take 10 s); over one TCP connection nothing is lost.
+            self._subscribe(topics, timeout_s, qos=0)
             self.client.publish(sentinel, b"", qos=1)
             if not done.wait(timeout_s):
                 raise BrokerUnavailableError("the broker did not finish sending retained messages")
@@ -274,36 +293,50 @@ class FleetClient:
         request_id = uuid.uuid4().hex
         report = SendReport(request_id, sorted(expected))
         v5 = self.config.protocol == "5"
-        answer_topic = reply_topic(self.prefix, self.client_id) if v5 else f"{self.prefix}/+/cmd_result"
+        # MQTT 5: devices answer on <reply>/<their id>; 3.1.1: on <p>/<their id>/cmd_result.
+        # Either way the ACL lets a device write only the topic named by its own login.
+        response = reply_topic(self.prefix, self.client_id)
+        answers_base = response if v5 else f"{self.prefix}/+/cmd_result"
+        answers_filter = f"{response}/+" if v5 else answers_base
         arrived = threading.Condition()
 
         def collect(message: mqtt.MQTTMessage) -> None:
+            sender = answerer_of(answers_base, message.topic)
+            if sender is None:
+                return
             if v5:
-                if message.topic != answer_topic:
-                    return
                 correlation = getattr(message.properties, "CorrelationData", None)
                 if correlation is not None and correlation != request_id.encode():
                     return
-            elif not message.topic.endswith("/cmd_result"):
-                return
             try:
                 answer = json.loads(message.payload)
             except ValueError:
                 return
             if not isinstance(answer, dict) or answer.get("id") != request_id:
                 return
+            claimed = answer.get("device")
             with arrived:
-                report.answers[str(answer.get("device", "?"))] = answer
+                if claimed != sender:
+                    report.impostors.setdefault(sender, []).append(str(claimed))
+                    _LOGGER.warning(
+                        "dropped an answer on %s that claims to come from %r: only %r may write there",
+                        message.topic, claimed, sender,
+                    )
+                    return
+                report.answers[sender] = answer
                 arrived.notify_all()
 
         self._handlers.append(collect)
         started = time.monotonic()
         try:
-            self._subscribe([answer_topic], wait_s)
+            # QoS 0 for the same reason: 2 000 answers at once must not queue behind the
+            # broker's in-flight window (an answer lost with the connection is reported
+            # as no answer).
+            self._subscribe([answers_filter], wait_s, qos=0)
             props = None
             if v5:
                 props = new_properties(PacketTypes.PUBLISH)
-                props.ResponseTopic = answer_topic
+                props.ResponseTopic = response
                 props.CorrelationData = request_id.encode()
             payload = json.dumps({"id": request_id, **(args or {})}).encode()
             self.client.publish(to.topic(self.prefix, command), payload, qos=1, properties=props)
@@ -314,6 +347,6 @@ class FleetClient:
                 )
         finally:
             self._handlers.remove(collect)
-            self.client.unsubscribe(answer_topic)
+            self.client.unsubscribe(answers_filter)
         report.elapsed_s = time.monotonic() - started
         return report

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from edgevoice.errors import EdgeVoiceError
 
 # Second-level names that are not device ids.
-RESERVED_IDS = frozenset({"group", "all", "reply", "fleet"})
+RESERVED_IDS = frozenset({"group", "all", "reply", "fleet", "room"})
 
 
 class TopicError(EdgeVoiceError, ValueError):
@@ -103,6 +103,28 @@ def all_command_topic(prefix: str, name: str) -> str:
 
 def reply_topic(prefix: str, client: str) -> str:
     return f"{prefix}/reply/{check_level(client, 'client')}"
+
+
+def answer_topic(response_topic: str, device_id: str) -> str:
+    """Where a device answers a request with MQTT 5 response topic ``response_topic``:
+    one level below it, named by the device. The shipped ACL lets a device write only
+    ``<p>/reply/+/<its user name>``, so the topic an answer arrives on says who sent it."""
+    return f"{response_topic}/{device_id}"
+
+
+def answerer_of(base: str, topic: str) -> str | None:
+    """The device id an answer on ``topic`` came from, for answers under reply topic
+    ``base`` (``<base>/<id>``) or on a 3.1.1 ``<prefix>/<id>/cmd_result`` when
+    ``base`` is ``<prefix>/+/cmd_result``; None for anything else."""
+    if base.endswith("/+/cmd_result"):
+        prefix = base[: -len("/+/cmd_result")]
+        where = device_of(prefix, topic)
+        return where[0] if where is not None and where[1] == "cmd_result" else None
+    head = base + "/"
+    if not topic.startswith(head):
+        return None
+    device_id = topic[len(head):]
+    return device_id if device_id and "/" not in device_id else None
 
 
 def device_of(prefix: str, topic: str) -> tuple[str, str] | None:

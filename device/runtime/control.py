@@ -46,6 +46,42 @@ class DaemonControl(DeviceControl):
     async def knowledge_sync(self, url: str, sha256: str) -> dict[str, Any]:
         return await self._daemon.knowledge_sync(url, sha256)
 
+    async def timers_action(self, action: str, name: str | None = None,
+                            seconds: float | None = None) -> dict[str, Any]:
+        if self._daemon.timers is None:
+            return await super().timers_action(action, name, seconds)
+        result: dict[str, Any] = await self._daemon.timers.handle(action, name, seconds)
+        return result
+
+    # Remote diagnostics (edgevoice.device.mqtt.remote.DiagnosticsTarget).
+
+    async def doctor(self, only: tuple[str, ...]) -> dict[str, Any]:
+        from edgevoice.device.runtime.diagnostics import run_doctor
+
+        return await run_doctor(self._daemon, only)
+
+    async def aec_selftest(self) -> dict[str, Any]:
+        from edgevoice.device.runtime.diagnostics import run_live_selftest
+
+        return await run_live_selftest(self._daemon, self._daemon.tap)
+
+    async def logs(self, lines: int) -> dict[str, Any]:
+        from edgevoice.device.runtime.diagnostics import read_logs
+
+        return read_logs(lines)
+
+    # Announcements and remote turns (edgevoice.device.mqtt.announce_cmd.AnnounceTarget).
+
+    async def announce(self, *, text: str, url: str, then_listen: bool, urgent: bool,
+                       wait_s: float) -> dict[str, Any]:
+        from edgevoice.device.runtime.announce import Announcement
+
+        item = Announcement(text=text, url=url, then_listen=then_listen, urgent=urgent, wait_s=wait_s)
+        return await self._daemon.announcer.announce(item)
+
+    async def listen(self) -> dict[str, Any]:
+        return await self._daemon.announcer.listen()
+
     async def say(self, text: str) -> None:
         if self._daemon.conversation is not None:
             await self._daemon.conversation.say(text)
@@ -119,4 +155,5 @@ class DaemonControl(DeviceControl):
             "provider": daemon.config.llm.provider,
             "session_id": daemon.agent.session_id if daemon.agent else None,
             "config_revision": revision(daemon.config),
+            **(daemon.timers.snapshot() if daemon.timers is not None else {}),
         }

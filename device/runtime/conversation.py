@@ -24,7 +24,7 @@ import logging
 import time
 import traceback
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +45,9 @@ from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.events import EventBus, EventType
 from edgevoice.device.knowledge import KnowledgeBase
 from edgevoice.device.runtime.bargein import BargeInMonitor
+from edgevoice.device.runtime.controls import CONFIRMATION, Control, control_of
 from edgevoice.device.runtime.frontend import FrameSource, FrontEnd, FrontEndThread, FrontResult
+from edgevoice.device.runtime.idle import IdleReset
 from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
 from edgevoice.device.runtime.state import Action, Context, Input, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
@@ -128,9 +130,16 @@ class Conversation:
         self._interrupted: ReplyOutcome | None = None
         self._end_after_reply = False
         self._reply_ended_at: float | None = None
-        self._last_activity = time.monotonic()
+        self._idle = IdleReset(time.monotonic())
         self._last_frame_error = float("-inf")
         self._background: set[asyncio.Task[Any]] = set()
+        # Turns the device takes before the controls and the agent (a ringing timer's
+        # "stop"): text -> what to say ("" nothing), or None to pass the turn on.
+        self.intercept: Callable[[str], str | None] | None = None
+        # Wake-word arbitration: asked on each wake word heard while idle; False means
+        # another device of the room answers, and this one stands down without a sound.
+        self.arbiter: Callable[[WakeWordDetected], Awaitable[bool]] | None = None
+        self._stood_down = False  # ignore the abandoned turn's events until it is discarded
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -257,6 +266,7 @@ class Conversation:
         previous, self.state = self.state, state
         # Read by the front-end thread (a plain attribute: one atomic store).
         self._in_reply = state in (State.THINKING, State.SPEAKING)
+        self._idle.set_busy(state in (State.LISTENING, State.THINKING, State.SPEAKING), time.monotonic())
         if state is State.MUTED:
             self.front.control(lambda listener: listener.set_enabled(False))
         elif previous is State.MUTED:
@@ -297,7 +307,7 @@ class Conversation:
             self.earcons.play(Earcon.ERROR)
         elif action is Action.EARCON_RESET and not data.get("quiet"):
             self.earcons.play(Earcon.RESET)
-        self._last_activity = time.monotonic()
+        self._idle.activity(time.monotonic())
 
     # --- what the front end heard -----------------------------------------------------------
 
@@ -308,6 +318,11 @@ class Conversation:
             await self._take_barge_in(result.barge_in.onset_s)
 
     async def _on_hearing(self, event: HearingEvent) -> None:
+        if self._stood_down and not isinstance(event, WakeWordDetected):
+            self._stood_down = not isinstance(event, TurnDiscarded)
+            return
+        if isinstance(event, SpeechStarted | SpeechStopped) and not self._in_reply:
+            self._idle.activity(time.monotonic())  # the person's speech, not the device's echo
         if not isinstance(event, (FinalTranscript, TurnDiscarded, PartialTranscript)):
             self.bus.announce(event)  # as the listener made it; the others wait for the turn
         if isinstance(event, SpeechStarted):
@@ -323,6 +338,13 @@ class Conversation:
                 self._turn.timeline.mark(Mark.SPEECH_END, event.t)
                 self._turn.timeline.mark(Mark.ENDPOINT, event.detected)
         elif isinstance(event, WakeWordDetected):
+            self.bus.emit(EventType.WAKE_WORD, name=event.name, audio_s=round(event.t, 3),
+                          probability=round(event.probability, 3))
+            if self.arbiter is not None and self.state is State.IDLE and not await self.arbiter(event):
+                # Another device answers: drop the turn the listener opened, silently.
+                self._stood_down = True
+                self.front.control(lambda listener: listener.set_enabled(False) + listener.set_enabled(True))
+                return
             await self.feed(Input.WAKE_WORD)
         elif isinstance(event, PartialTranscript):
             turn = self._turn
@@ -415,9 +437,28 @@ class Conversation:
         self._reply_turn = turn
         self._reply_ended_at = None
         self._interrupted = None
+        taken = self.intercept(final.text) if self.intercept is not None else None
+        control = control_of(final.text) if taken is None else None
+        if taken is not None or control is not None:  # handled here, never sent to the agent
+            deltas = (self._control(control, silent=turn.barge_in) if control is not None
+                      else _once(taken or ""))
+            self._reply_task = asyncio.create_task(
+                self._run_reply(turn, deltas, record=False), name=f"control-{turn.timeline.turn_id}"
+            )
+            return
         self._reply_task = asyncio.create_task(
             self._run_reply(turn, self._agent_stream(turn, user)), name=f"reply-{turn.timeline.turn_id}"
         )
+
+    async def _control(self, control: Control, *, silent: bool) -> AsyncIterator[str]:
+        """The controls "start over" and "stop": a new session with the agent (and for "stop", no
+        follow-up window); a short confirmation unless the words interrupted a reply."""
+        self.agent.reset_session()
+        self.bus.emit(EventType.SESSION_RESET, session_id=self.agent.session_id, reason=f"voice_{control}")
+        if control is Control.STOP:
+            self._end_after_reply = True
+        if not silent:
+            yield CONFIRMATION[control]
 
     def _start_say(self, text: str) -> None:
         turn = Turn(TurnTimeline(_new_id("say")))
@@ -540,8 +581,10 @@ class Conversation:
             return
         while True:
             await asyncio.sleep(min(1.0, limit / 4))
-            quiet_for = time.monotonic() - self._last_activity
-            if self.state is State.IDLE and quiet_for >= limit and self.agent.history:
+            now = time.monotonic()
+            quiet_for = self._idle.idle_for(now)
+            in_turn = self.front.listener.in_turn  # a plain read; the front-end thread writes it
+            if self.state is State.IDLE and not in_turn and self._idle.due(now, limit) and self.agent.history:
                 _LOGGER.info("no conversation for %.0f s: starting a new session", quiet_for)
                 await self.reset(quiet=True)
 

@@ -39,6 +39,7 @@ from edgevoice.device.events import Event, EventBus, EventType
 from edgevoice.device.hardware.gpio import ButtonEvent, LedPattern, StatusLed, open_gpio
 from edgevoice.device.hardware.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
+from edgevoice.device.runtime.announce import Announcer
 from edgevoice.device.runtime.control import DaemonControl
 from edgevoice.device.runtime.conversation import Conversation
 from edgevoice.device.runtime.frontend import FrontEnd
@@ -99,6 +100,9 @@ class Daemon:
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
         self.knowledge: Any = None  # a KnowledgeBase when [knowledge] enabled
+        self.tap: Any = None
+        self.timers: Any = None  # edgevoice.device.timers.service.TimerService once started
+        self.announcer = Announcer(self)
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
         self.control = DaemonControl(self)
@@ -169,6 +173,9 @@ class Daemon:
             on_event=self._on_audio_event,
         )
         self._open_gpio(loop)
+        from edgevoice.device.runtime.timer_hooks import attach_timers
+
+        self.timers = attach_timers(self)
         self.duplex.start(loop)  # opens the devices; a wrong name raises here
         self._install_signals(loop)
         self.ready.set()
@@ -189,7 +196,10 @@ class Daemon:
 
     async def _supervise(self) -> None:
         assert self.conversation is not None and self.duplex is not None
-        conversation = asyncio.create_task(self.conversation.run(self.duplex), name="conversation")
+        from edgevoice.device.runtime.diagnostics import FrameTap
+
+        self.tap = FrameTap(self.duplex)  # the live AEC self-test records through it
+        conversation = asyncio.create_task(self.conversation.run(self.tap), name="conversation")
         watchdog = asyncio.create_task(self.notifier.run_watchdog(), name="watchdog")
         stop = asyncio.create_task(self._stop.wait(), name="stop")
         try:
@@ -204,6 +214,8 @@ class Daemon:
 
     async def _shutdown(self) -> None:
         self.notifier.stopping()
+        if self.timers is not None:
+            await self.timers.stop()
         for task in list(self._in_flight):
             await cancel_task(task)
         if self.mqtt is not None:
@@ -305,6 +317,8 @@ class Daemon:
         conversation = self.conversation
         if conversation is None:
             return
+        if event is ButtonEvent.PRESSED and self.timers is not None and self.timers.stop_ringing():
+            return  # the press silenced a ringing timer, and does nothing else
         if event is ButtonEvent.PRESSED:
             self._spawn(conversation.button_pressed())
         elif event is ButtonEvent.RELEASED:
@@ -342,8 +356,12 @@ class Daemon:
         from edgevoice.device.mqtt.bridge import MqttBridge
 
         self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus,
-                               self.control, self.telemetry)
+                               self.control, self.telemetry, arbitration=self.config.arbitration)
         await self.mqtt.start()
+        if self.mqtt.arbiter is not None:
+            from edgevoice.device.runtime.arbitration_hook import attach_arbiter
+
+            attach_arbiter(self, self.mqtt.arbiter)
 
     def telemetry(self) -> Mapping[str, Any]:
         data: dict[str, Any] = {}

@@ -131,6 +131,12 @@ def _mqtt(daemon: Daemon, old: Config, new: Config) -> None:
                                                  publish_transcripts=new.mqtt.publish_transcripts)
 
 
+def _arbitration(daemon: Daemon, old: Config, new: Config) -> None:
+    arbiter = daemon.mqtt.arbiter if daemon.mqtt is not None else None
+    if arbiter is not None:  # read at each wake word's claim
+        arbiter.window_ms = new.arbitration.window_ms
+
+
 def _agent(daemon: Daemon, old: Config, new: Config) -> None:
     """The agent client is rebuilt with the new settings and takes over the session
     (id, history) between replies: a reply in flight finishes with the old one."""
@@ -269,6 +275,7 @@ def _table() -> dict[str, tuple[Applier, ...]]:
                     "earcons.reset", "earcons.level")),
         (_mqtt, ("mqtt.telemetry_interval_s", "mqtt.publish_transcripts")),
         (_knowledge, ("knowledge.top_k", "knowledge.min_score", "knowledge.answer_score")),
+        (_arbitration, ("arbitration.window_ms",)),
         (_agent, ("device.resource_id",
                   *(f"llm.{k}" for k in ("provider", "system_prompt", "low_confidence_note",
                                          "max_reply_chars", "history_turns", "summary_after_turns",

@@ -155,7 +155,7 @@ async def test_openai_tool_calls_run_on_the_device() -> None:
     assert actions.outputs == {"open_door": False} and ("gpio_output", ("open_door", None)) in actions.calls
     assert done_text.startswith("Done:")
     names = [t["function"]["name"] for t in bodies[0]["tools"]]
-    assert names == ["current_time", "set_volume", "end_conversation", "open_door"]
+    assert names == ["current_time", "set_volume", "end_conversation", "timer", "open_door"]
     follow_up = bodies[1]["messages"]
     assert follow_up[-2]["role"] == "assistant" and follow_up[-2]["tool_calls"][0]["function"] == {
         "name": "current_time", "arguments": "{}"}

@@ -237,3 +237,39 @@ def test_verify_holds_install_to_a_pin_recorded_later(server: ModelServer, tmp_p
     (tmp_path / "pins.json").write_text(json.dumps({"vosk-test-en": {"m.zip": "f" * 64}}))
     result = verify_model("vosk-test-en", tmp_path, manifest)
     assert not result.ok and "the pin says" in result.problems[0]
+
+
+def test_a_failed_forced_fetch_keeps_the_old_model(
+    server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = make_zip(vosk_like_files("vosk-test-en"))
+    url = server.add("vosk-test-en.zip", body)
+    manifest = manifest_of(vosk_entry(url))
+    loc = fetch_model("vosk-test-en", tmp_path, manifest=manifest, policy=FAST)
+    old_mdl = (loc.path / "am" / "final.mdl").read_bytes()
+
+    # 1. the download fails (the server lost the file)
+    server.files.pop("/vosk-test-en.zip")
+    with pytest.raises(ModelDownloadError):
+        fetch_model("vosk-test-en", tmp_path, manifest=manifest, force=True, policy=FAST)
+    assert verify_model("vosk-test-en", tmp_path, manifest).ok
+    assert leftovers(tmp_path) == ["vosk-test-en"]
+
+    # 2. the download is good but the new copy cannot be renamed into place
+    server.add("vosk-test-en.zip", body)
+    import edgevoice.models.fetch as fetch_module
+
+    real_rename = fetch_module.os.rename
+
+    def failing_rename(src: Any, dst: Any) -> None:
+        if Path(src).name == "model" and Path(dst) == tmp_path / "vosk-test-en":
+            raise OSError(5, "Input/output error")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(fetch_module.os, "rename", failing_rename)
+    with pytest.raises(Exception, match="Input/output error"):
+        fetch_model("vosk-test-en", tmp_path, manifest=manifest, force=True, policy=FAST)
+    monkeypatch.undo()
+    assert (tmp_path / "vosk-test-en" / "am" / "final.mdl").read_bytes() == old_mdl
+    assert verify_model("vosk-test-en", tmp_path, manifest).ok
+    assert leftovers(tmp_path) == ["vosk-test-en"]

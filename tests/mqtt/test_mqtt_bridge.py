@@ -43,17 +43,20 @@ def observer(broker: Broker) -> Any:
 
 async def request(obs: Observer, topic: str, body: Any, reply: str = "edgevoice/reply/test",
                   timeout_s: float = 5.0) -> dict[str, Any]:
-    """One MQTT 5 request/response with a fresh correlation id."""
+    """One MQTT 5 request/response with a fresh correlation id. The device answers one
+    level below the response topic, on the level named by its own id."""
     correlation = os.urandom(8)
     if reply not in obs.__dict__.setdefault("_subscribed", set()):
-        obs.subscribe(reply)
+        obs.subscribe(f"{reply}/+")
         obs.__dict__["_subscribed"].add(reply)
     obs.publish(topic, body, response_topic=reply, correlation=correlation)
     hits = await obs.await_for(
-        lambda m: m.topic == reply and getattr(m.properties, "CorrelationData", None) == correlation,
+        lambda m: m.topic.startswith(reply + "/")
+        and getattr(m.properties, "CorrelationData", None) == correlation,
         timeout_s,
     )
     answer: dict[str, Any] = hits[0].json()
+    assert hits[0].topic == f"{reply}/{answer['device']}"
     return answer
 
 
@@ -362,11 +365,18 @@ async def test_home_assistant_discovery(broker: Broker, observer: Observer, tmp_
     async with running_device(broker, "dev1", tmp_path, name="Kitchen", homeassistant_discovery=True) as (
         _, target, _bus
     ):
-        await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=8)
-        configs = await retained(broker, "homeassistant/#", count=8)
+        await observer.await_for(lambda m: m.topic.startswith("homeassistant/"), count=14)
+        configs = await retained(broker, "homeassistant/#", count=14)
         by_topic = {m.topic: m.json() for m in configs}
         components = sorted(t.split("/")[1] for t in by_topic)
-        assert components == ["button", "button", "number", "sensor", "sensor", "sensor", "sensor", "switch"]
+        # the base entities, then from discovery_rooms: announce/ask (notify), listen (button),
+        # the timers (two sensors, a binary sensor)
+        assert components == ["binary_sensor", "button", "button", "button", "notify", "notify", "number",
+                              "sensor", "sensor", "sensor", "sensor", "sensor", "sensor", "switch"]
+        ask = by_topic["homeassistant/notify/dev1/ask/config"]
+        assert ask["device"] == by_topic["homeassistant/switch/dev1/mic_mute/config"]["device"]
+        assert ask["command_topic"] == "edgevoice/dev1/cmd/announce"
+        assert ask["unique_id"] == "edgevoice_dev1_ask"
         switch = by_topic["homeassistant/switch/dev1/mic_mute/config"]
         assert switch["availability_topic"] == "edgevoice/dev1/status"
         assert switch["device"]["name"] == "Kitchen"

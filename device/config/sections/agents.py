@@ -70,9 +70,9 @@ class LlmConfig:
         maximum=1000,
     )
     tools: tuple[str, ...] = setting(
-        ("current_time", "set_volume", "end_conversation"),
+        ("current_time", "set_volume", "end_conversation", "timer"),
         "Built-in tools offered to openai-compatible models.",
-        choices=("current_time", "set_volume", "end_conversation"),
+        choices=("current_time", "set_volume", "end_conversation", "timer"),
     )
     max_tool_rounds: int = setting(
         4, "Follow-up requests with tool results allowed in one turn.", minimum=0, maximum=20

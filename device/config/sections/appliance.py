@@ -26,6 +26,26 @@ class DeviceConfig:
     state_dir: str = setting(
         "/var/lib/edgevoice", "Where identity, history and fetched models live.", restart=True
     )
+    room: str = setting(
+        "",
+        "The room this device is in. Devices of one room that hear the wake word together "
+        "elect one to answer over MQTT ([arbitration]). Empty: never arbitrated.",
+        restart=True,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ArbitrationConfig:
+    """Wake-word arbitration: of the devices of one [device] room that hear the wake word,
+    one answers (the highest wake score × speech level; ties to the lowest id)."""
+
+    enabled: bool = setting(True, "Arbitrate when [device] room is set and MQTT is connected.",
+                            restart=True)
+    window_ms: int = setting(
+        250, "How long a device waits for the other devices' claims after its own detection "
+        "(it decides sooner once every device of the room has claimed).",
+        minimum=0, maximum=2000,
+    )
 
 
 @dataclass(frozen=True, slots=True)

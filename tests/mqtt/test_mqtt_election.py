@@ -1,0 +1,96 @@
+"""The pure election: who answers, and when each device may decide."""
+
+from __future__ import annotations
+
+from edgevoice.device.mqtt.election import Claim, Room, Verdict
+
+
+def test_the_highest_claim_answers_and_ties_go_to_the_lowest_id() -> None:
+    assert Claim("b", 0.9, 0.0).beats(Claim("a", 0.5, 0.0))
+    assert Claim("a", 0.5, 0.0).beats(Claim("b", 0.5, 0.0))
+    assert not Claim("b", 0.5, 0.0).beats(Claim("a", 0.5, 0.0))
+
+
+def test_alone_in_the_room_answers_at_once() -> None:
+    election = Room("a").open(Claim("a", 0.1, 10.0), window_s=0.25)
+    assert election.decide(10.0) is Verdict.ANSWER
+
+
+def test_waits_only_for_known_peers_then_decides_early() -> None:
+    room = Room("a")
+    room.present("b", 0.0)
+    room.present("c", 0.0)
+    election = room.open(Claim("a", 0.6, 10.0), window_s=0.25)
+    assert election.decide(10.01) is None
+    election.add(Claim("b", 0.4, 10.02))
+    assert election.decide(10.02) is None  # c has not claimed yet
+    election.add(Claim("c", 0.5, 10.03))
+    assert election.decide(10.03) is Verdict.ANSWER  # everyone claimed, a is highest: no more wait
+
+
+def test_a_higher_claim_stands_down_at_once() -> None:
+    room = Room("a")
+    room.present("b", 0.0)
+    room.present("c", 0.0)
+    election = room.open(Claim("a", 0.6, 10.0), window_s=0.25)
+    election.add(Claim("c", 0.9, 10.01))
+    assert election.decide(10.01) is Verdict.STAND_DOWN
+    assert election.winner().device == "c"
+
+
+def test_a_claim_that_arrived_before_our_own_detection_counts() -> None:
+    room = Room("b")
+    room.heard(Claim("a", 0.8, 9.9), horizon_s=0.5)
+    election = room.open(Claim("b", 0.7, 10.0), window_s=0.25)
+    assert election.decide(10.0) is Verdict.STAND_DOWN
+
+
+def test_the_window_closes_when_a_peer_never_claims() -> None:
+    room = Room("a")
+    room.present("b", 0.0)
+    election = room.open(Claim("a", 0.2, 10.0), window_s=0.25)
+    assert election.decide(10.2) is None
+    assert election.decide(10.25) is Verdict.ANSWER
+
+
+def test_old_claims_and_departed_peers_do_not_count() -> None:
+    room = Room("a", expiry_s=90.0)
+    room.heard(Claim("b", 0.9, 1.0), horizon_s=0.5)  # a wake word long ago
+    room.present("c", 0.0)
+    room.gone("c")
+    election = room.open(Claim("a", 0.1, 10.0), window_s=0.25)
+    assert election.peers == frozenset({"b"})
+    assert election.claims == {}  # the old 0.9 is another wake word
+    election.add(Claim("b", 0.05, 10.01))
+    assert election.decide(10.01) is Verdict.ANSWER
+    assert Room("a", expiry_s=5.0).peers(0.0) == frozenset()
+    stale = Room("a", expiry_s=5.0)
+    stale.present("b", 0.0)
+    assert stale.peers(6.0) == frozenset()
+
+
+def test_an_earlier_claimer_must_say_it_stood_down_before_a_better_later_one_answers() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.heard(Claim("a", 0.3, 9.95), horizon_s=0.5)  # a claimed before b heard the wake word
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.decide(10.0) is None  # a may have decided without seeing b's claim
+    election.told("a", Verdict.STAND_DOWN)
+    assert election.decide(10.01) is Verdict.ANSWER
+
+
+def test_a_device_that_answered_wins_even_against_a_better_late_claim() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.heard(Claim("a", 0.3, 9.7), horizon_s=0.5)
+    room.decided("a", Verdict.ANSWER, 9.95, horizon_s=0.5)
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.decide(10.0) is Verdict.STAND_DOWN
+
+
+def test_an_earlier_claimer_that_never_says_anything_answered() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.heard(Claim("a", 0.3, 9.95), horizon_s=0.5)
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.decide(10.25) is Verdict.STAND_DOWN

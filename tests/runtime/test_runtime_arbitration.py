@@ -1,0 +1,128 @@
+"""Wake-word arbitration on the whole device, over a real mosquitto with the shipped ACL:
+alone in its room it answers the wake word at once, as without arbitration; when another
+device of the room claims louder it stands down without a sound and its LED says so."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from support.device_commands import Commands, device_overrides
+from support.device_harness import WAKE_PHRASE, running_device
+from support.mosquitto import Broker
+from support.mqtt_fakes import Observer, await_until
+
+from edgevoice.device.events import EventType
+from edgevoice.device.runtime.arbitration_hook import ARBITRATED_EVENT, STOOD_DOWN_LED
+
+ROOM = ["device.room=kitchen", "listen.mode=wakeword", "listen.wakeword=okay_nabu", "listen.follow_up_s=0"]
+TOPIC = "edgevoice/room/kitchen/wake"
+
+
+class LouderPeer(Observer):
+    """Another device of the room (a real device login) that always claims louder."""
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker, "dev2")
+        self.claims_seen: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.client.on_message = self._answer
+
+    def _answer(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        body = json.loads(message.payload)
+        if body.get("device") == "dev2":
+            return
+        if body.get("type") == "hello":
+            client.publish(TOPIC, json.dumps({"type": "here", "device": "dev2"}))
+        elif body.get("type") == "claim":
+            with self.lock:
+                self.claims_seen.append(body)
+            client.publish(TOPIC, json.dumps({"type": "claim", "device": "dev2", "score": 2.0}))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.shown: list[object] = []
+
+    def show(self, pattern: object) -> None:
+        self.shown.append(pattern)
+
+    def close(self) -> None:
+        pass
+
+
+async def test_alone_in_the_room_the_wake_word_is_answered_at_once(tmp_path: Path, broker: Broker) -> None:
+    observer = Observer(broker)
+    command = Commands(observer, "dev1")
+    try:
+        async with running_device(tmp_path, [*device_overrides(broker, "dev1"), *ROOM]) as device:
+            await command.online()
+            device.say(WAKE_PHRASE, after_s=0.5)
+            await device.wait_for(EventType.WAKE_WORD)
+            verdict = await device.wait_for(ARBITRATED_EVENT)
+            assert verdict.data["verdict"] == "answer"
+            assert verdict.data["waited_ms"] < 20  # nobody else in the room: no wait
+            await device.wait_for(EventType.STATE_CHANGED, state="listening")
+    finally:
+        observer.close()
+
+
+async def test_a_louder_device_in_the_room_makes_this_one_stand_down(tmp_path: Path, broker: Broker) -> None:
+    observer = Observer(broker)
+    command = Commands(observer, "dev1")
+    peer = LouderPeer(broker)
+    peer.subscribe(TOPIC)
+    try:
+        async with running_device(tmp_path, [*device_overrides(broker, "dev1"), *ROOM]) as device:
+            await command.online()
+            led = Recorder()
+            device.daemon._led = led  # type: ignore[assignment]  # the status LED's interface
+            arbiter = device.daemon.mqtt.arbiter
+            assert arbiter is not None
+            assert await await_until(lambda: "dev2" in arbiter.room.peers(time.monotonic()), 10)
+            device.say(WAKE_PHRASE, after_s=0.5)
+            await device.wait_for(EventType.WAKE_WORD)
+            verdict = await device.wait_for(ARBITRATED_EVENT)
+            assert verdict.data["verdict"] == "stand_down"
+            assert verdict.data["score"] > 0 and verdict.data["waited_ms"] < 250
+            assert peer.claims_seen and peer.claims_seen[0]["device"] == "dev1"
+            # It went back to listening for the wake word only: what is said next is no turn.
+            start = device.say("hello there", after_s=0.3)
+            assert await await_until(lambda: device.room.now_s > start + 4.0, 60)
+            states = [e.data["state"] for e in device.of(EventType.STATE_CHANGED)]
+            assert "listening" not in states  # it never opened the turn
+            assert device.of(EventType.TRANSCRIPT_USER) == []
+            assert device.daemon.speaker is not None
+            assert device.daemon.speaker.progress("earcon:wake") == []  # without a sound
+            assert STOOD_DOWN_LED in led.shown
+    finally:
+        peer.close()
+        observer.close()
+
+
+async def test_the_button_is_never_arbitrated(tmp_path: Path, broker: Broker) -> None:
+    from gpiozero.pins.mock import MockFactory
+
+    observer = Observer(broker)
+    command = Commands(observer, "dev1")
+    peer = LouderPeer(broker)
+    peer.subscribe(TOPIC)
+    factory = MockFactory()
+    try:
+        overrides = [*device_overrides(broker, "dev1"), *ROOM, "gpio.enabled=true", "gpio.button_pin=17"]
+        async with running_device(tmp_path, overrides, pin_factory=factory) as device:
+            await command.online()
+            arbiter = device.daemon.mqtt.arbiter
+            assert arbiter is not None
+            assert await await_until(lambda: "dev2" in arbiter.room.peers(time.monotonic()), 10)
+            factory.pin(17).drive_low()  # a louder device in the room does not matter
+            await device.wait_for(EventType.STATE_CHANGED, state="listening")
+            factory.pin(17).drive_high()
+            assert device.of(ARBITRATED_EVENT) == [] and peer.claims_seen == []
+    finally:
+        peer.close()
+        observer.close()

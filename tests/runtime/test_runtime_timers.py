@@ -1,0 +1,129 @@
+"""Timers on the whole device: the built-in agent sets one by voice, it rings with the
+timer earcon until "stop" is said (no wake word while it rings) or the button is
+pressed, the LEDs show it, and timers survive a restart, as the retained MQTT state
+on a real mosquitto with the shipped ACL shows."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from gpiozero.pins.mock import MockFactory
+from support.device_commands import Commands, device_overrides
+from support.device_harness import PHRASES, running_device, voice
+from support.mosquitto import Broker
+from support.mqtt_fakes import Observer
+
+from edgevoice.device.events import EventType
+from edgevoice.device.timers.service import TIMER_EVENT
+
+TIMER_PHRASES = ("set a timer for two seconds", "set a pasta timer for ten minutes",
+                 "how long is left", "cancel the timer", "stop")
+GRAMMAR = "asr.grammar=[" + ", ".join(f'"{p}"' for p in (*PHRASES, *TIMER_PHRASES)) + "]"
+WAKEWORD = ["listen.mode=wakeword", "listen.wakeword=okay_nabu", "listen.follow_up_s=3", "llm.provider=local"]
+
+
+def warm_voices() -> None:
+    """Synthesised before the device runs: at speed 0 the room's clock races on meanwhile."""
+    for phrase in TIMER_PHRASES:
+        voice(phrase)
+
+
+async def test_a_timer_set_by_voice_rings_until_stop_is_said_without_the_wake_word(tmp_path: Path) -> None:
+    warm_voices()
+    async with running_device(tmp_path, [*WAKEWORD, GRAMMAR]) as device:
+        daemon = device.daemon
+        assert daemon.timers is not None and daemon.conversation is not None
+        # Open the conversation as `listen` would (the follow-up window takes the next turn).
+        from edgevoice.device.runtime.announce import Announcer
+
+        await Announcer(daemon).listen()
+        device.say("set a timer for two seconds", after_s=0.2)
+        heard = await device.wait_for(EventType.TRANSCRIPT_USER)
+        assert heard.data["text"] == "set a timer for two seconds"
+        await device.wait_for(EventType.REPLY_DONE, status="completed")
+        said = " ".join(e.data["text"] for e in device.of(EventType.TRANSCRIPT_AGENT))
+        assert "A timer for 2 seconds, starting now." in said
+        ringing = await device.wait_for(TIMER_EVENT, timeout_s=30, timer_ringing=True)
+        assert ringing.data["timers"][0]["name"] == "timer"
+        speaker = daemon.speaker
+        assert speaker is not None
+        deadline = time.monotonic() + 20
+        while not speaker.progress("earcon:timer") and time.monotonic() < deadline:
+            await device.wait_for(EventType.STATE_CHANGED, timeout_s=20)
+        assert speaker.progress("earcon:timer")  # it rings with the timer earcon
+        wakes = len(device.of(EventType.WAKE_WORD))
+        resets = len(device.of(EventType.SESSION_RESET))
+        session = daemon.agent.session_id if daemon.agent else ""
+        device.say("stop", after_s=0.5)
+        stopped = await device.wait_for(TIMER_EVENT, timeout_s=30, timer_ringing=False)
+        assert stopped.data["timers"] == []
+        assert len(device.of(EventType.WAKE_WORD)) == wakes  # no wake word was needed
+        # "stop" silenced the timer; it did not end or reset the conversation
+        assert len(device.of(EventType.SESSION_RESET)) == resets
+        assert daemon.agent is not None and daemon.agent.session_id == session
+        assert not daemon.timers.book.timers
+
+
+async def test_the_button_stops_a_ringing_timer_and_the_led_ring_shows_it(tmp_path: Path) -> None:
+    factory = MockFactory()
+    async with running_device(tmp_path, ["llm.provider=local", "gpio.enabled=true", "gpio.button_pin=17",
+                                         "gpio.led_pin=-1"], pin_factory=factory) as device:
+        daemon = device.daemon
+        assert daemon.timers is not None
+        shown: list[object] = []
+
+        class Recorder:
+            def show(self, pattern: object) -> None:
+                shown.append(pattern)
+
+            def close(self) -> None:
+                pass
+
+        daemon._led = Recorder()  # type: ignore[assignment]  # the status LED's interface
+        await daemon.timers_action("set", "tea", 1.0)
+        await device.wait_for(TIMER_EVENT, timeout_s=30, timer_ringing=True)
+        from edgevoice.device.runtime.timer_hooks import RINGING_LED
+
+        assert RINGING_LED in shown
+        presses = len(device.of("button.pressed"))
+        factory.pin(17).drive_low()
+        await device.wait_for(TIMER_EVENT, timeout_s=10, timer_ringing=False)
+        factory.pin(17).drive_high()
+        assert len(device.of("button.pressed")) == presses + 1
+        assert daemon.conversation is not None and daemon.conversation.state == "idle"  # nothing else
+        assert shown[-1] != RINGING_LED
+
+
+async def test_timers_survive_a_restart(tmp_path: Path, broker: Broker) -> None:
+    warm_voices()
+    observer = Observer(broker)
+    command = Commands(observer, "dev1")
+    observer.subscribe("edgevoice/dev1/state")
+    try:
+        async with running_device(tmp_path, [*device_overrides(broker, "dev1"), GRAMMAR]) as device:
+            await command.online()
+            device.say("set a pasta timer for ten minutes")
+            await device.wait_for(EventType.REPLY_DONE, status="completed")
+            assert device.daemon.timers is not None
+            assert [t.name for t in device.daemon.timers.book.timers] == ["pasta"]
+        stopped_at = time.time()
+        assert (tmp_path / "state" / "timers.json").exists()
+        observer.clear()
+        async with running_device(tmp_path, [*device_overrides(broker, "dev1"), GRAMMAR]) as device:
+            await command.online()
+            state = await observer.await_for(lambda m: m.topic == "edgevoice/dev1/state"
+                                             and bool(m.json().get("timers")), 30)
+            timers = state[-1].json()["timers"]
+            assert [t["name"] for t in timers] == ["pasta"]
+            assert 540 < timers[0]["remaining_s"] <= 600 - (time.time() - stopped_at) + 1
+            assert state[-1].json()["next_timer_at"]
+            device.say("how long is left")
+            await device.wait_for(EventType.REPLY_DONE, status="completed")
+            said = [e.data["text"] for e in device.of(EventType.TRANSCRIPT_AGENT)]
+            assert any("The pasta timer has 9 minutes" in s for s in said), said
+            device.say("cancel the timer")
+            await device.wait_for(EventType.REPLY_DONE, status="completed")
+            assert device.daemon.timers is not None and device.daemon.timers.book.timers == ()
+    finally:
+        observer.close()
