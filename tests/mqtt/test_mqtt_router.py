@@ -11,6 +11,7 @@ from support.mqtt_fakes import FakeTarget
 
 from edgevoice.device.control import DeviceControl
 from edgevoice.device.events import EventBus
+from edgevoice.device.mqtt import announce_cmd, remote  # noqa: F401 - register their commands
 from edgevoice.device.mqtt.commands import (
     COMMAND_ARGS,
     EXTRA_HANDLERS,
@@ -38,8 +39,13 @@ def router(tmp_path: Path, clock: Clock, rate: float = 1.0,
 
 
 def test_every_fleet_command_is_a_method_of_the_one_control_facade() -> None:
-    # ping is answered by the router itself
-    assert set(COMMAND_ARGS) - {"ping"} <= DeviceControl.__abstractmethods__
+    # ping is answered by the router itself; commands other modules register (remote
+    # diagnostics, announcements) are capabilities a target may lack (it then answers
+    # unsupported_command), and the daemon's control has every one of them
+    built_in = set(COMMAND_ARGS) - {"ping"} - set(EXTRA_HANDLERS)
+    assert built_in - {"knowledge_sync"} <= DeviceControl.__abstractmethods__
+    assert callable(DeviceControl.knowledge_sync)  # a default that says the device has none
+    assert EXTRA_HANDLERS and all(callable(getattr(DaemonControl, name, None)) for name in EXTRA_HANDLERS)
     # the daemon's control and the fake implement all of it (they could not be made otherwise)
     assert not DaemonControl.__abstractmethods__ and not FakeTarget.__abstractmethods__
 
