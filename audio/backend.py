@@ -25,6 +25,9 @@ class Captured:
 
     mic: Pcm
     loopback: Pcm | None = None
+    # The stream was interrupted just before this period (an xrun the device recovered
+    # from): the alignment of capture and playback may have moved.
+    discontinuity: bool = False
 
 
 @dataclass(slots=True)
@@ -70,6 +73,13 @@ class AudioBackend(ABC):
         periods runs on warm caches, instead of on the audio thread right after each
         wake-up. The default is :meth:`read`."""
         return self.read()
+
+    def playback_wanted(self) -> bool:
+        """Whether the loop should take a speaker period and :meth:`write` it in this
+        iteration. A backend whose own thread plays from a queue (:mod:`.rtloop`) says no
+        while that queue is full; it then returns the period it played as
+        ``Captured.loopback``. The default: always."""
+        return True
 
     @abstractmethod
     def write(self, pcm: Pcm) -> None:

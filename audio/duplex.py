@@ -71,16 +71,17 @@ EVENT_QUEUE_DROPPED = "audio.queue_dropped"
 
 EventCallback = Callable[[str, dict[str, Any]], None]
 
-# What the audio thread queues: (index, mic array or its S16 bytes, reference).
-_Item = tuple[int, Pcm | bytes, Pcm]
+# What the audio thread queues: (index, mic array or its S16 bytes, reference,
+# discontinuity).
+_Item = tuple[int, Pcm | bytes, Pcm, bool]
 
 
 def _frame(item: _Item) -> DuplexFrame:
     """The frame of one queued item (on the consumer's thread)."""
-    index, mic, reference = item
+    index, mic, reference, discontinuity = item
     if isinstance(mic, bytes):
-        return DuplexFrame(index, np.frombuffer(mic, np.int16), reference)
-    return DuplexFrame(index, mic, reference)
+        return DuplexFrame(index, np.frombuffer(mic, np.int16), reference, discontinuity)
+    return DuplexFrame(index, mic, reference, discontinuity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,15 +320,19 @@ class DuplexLoop:
         cpu_started = time.thread_time()
         backend, speaker = self.backend, self.speaker
         captured = backend.read_raw()
-        out = speaker.next_period()
-        backend.write(out)
+        if backend.playback_wanted():
+            out = speaker.next_period()
+            backend.write(out)
+        else:  # the backend's own thread plays from a full queue (rtloop): nothing taken
+            out = speaker.silence
         speaker.set_output_latency(backend.output_latency_samples())
         item: _Item
         if isinstance(captured, bytes):
-            item = (self._index, captured, out)
+            item = (self._index, captured, out, False)
         else:
             loopback = captured.loopback
-            item = (self._index, captured.mic, out if loopback is None else loopback)
+            item = (self._index, captured.mic, out if loopback is None else loopback,
+                    captured.discontinuity)
         self._index += 1
         queue = self._queue
         with self._lock:
