@@ -352,17 +352,17 @@ static void *loop_main(void *arg) {
         /* playback: the next supplied period, or silence */
         uint64_t phead = atomic_load_explicit(&self->play_head, memory_order_acquire);
         uint64_t ptail = atomic_load_explicit(&self->play_tail, memory_order_relaxed);
-        /* virtual time: one period out for every period in, in step with Python (a reader
-         * that writes nothing gets silence after 50 ms) */
-        for (int waits = 0; !self->paced && phead == ptail && waits < 250 &&
-                            !atomic_load_explicit(&self->stop, memory_order_relaxed); waits++) {
+        /* virtual time: one period out for every period in, in step with Python (whose
+         * read() supplies silence for a reader that writes nothing) */
+        while (!self->paced && phead == ptail && !atomic_load_explicit(&self->stop, memory_order_relaxed)) {
             struct timespec pause = {0, 200000};
             nanosleep(&pause, NULL);
             phead = atomic_load_explicit(&self->play_head, memory_order_acquire);
         }
         const uint8_t *out = self->silence;
         const uint8_t *ref = NULL;
-        if (phead != ptail) {
+        /* claim the slot before using it: Python may discard what is queued (discard()) */
+        if (phead != ptail && atomic_compare_exchange_strong(&self->play_tail, &ptail, ptail + 1)) {
             out = self->play_data + (ptail & (self->play_slots - 1)) * play_slot;
             ref = out + self->playback_bytes;
         } else {
@@ -387,7 +387,6 @@ static void *loop_main(void *arg) {
             else
                 memset(slot_ref, 0, self->ref_bytes);
         }
-        if (ref != NULL) atomic_store_explicit(&self->play_tail, ptail + 1, memory_order_release);
         if (!full) {
             SlotMeta *meta = &self->cap_meta[head & (self->cap_slots - 1)];
             meta->index = index;
@@ -709,6 +708,16 @@ static PyObject *RtLoop_play_queued(RtLoop *self, PyObject *Py_UNUSED(ignored)) 
     return PyLong_FromUnsignedLongLong(head - tail);
 }
 
+/* discard() -> int: drop every queued playback period the loop has not taken yet; returns
+ * how many. Exact: the loop claims a period (compare-and-swap) before it writes it. */
+static PyObject *RtLoop_discard(RtLoop *self, PyObject *Py_UNUSED(ignored)) {
+    uint64_t head = atomic_load(&self->play_head);
+    uint64_t tail = atomic_load(&self->play_tail);
+    while (tail != head && !atomic_compare_exchange_weak(&self->play_tail, &tail, head)) {
+    }
+    return PyLong_FromUnsignedLongLong(head - tail);
+}
+
 static PyObject *RtLoop_captured_queued(RtLoop *self, PyObject *Py_UNUSED(ignored)) {
     uint64_t head = atomic_load(&self->cap_head);
     uint64_t tail = atomic_load(&self->cap_tail);
@@ -763,6 +772,7 @@ static PyMethodDef RtLoop_methods[] = {
     {"read", (PyCFunction)RtLoop_read, METH_O, "The next captured period (waits without the GIL)."},
     {"write", (PyCFunction)(void (*)(void))RtLoop_write, METH_FASTCALL, "Queue one playback period."},
     {"play_queued", (PyCFunction)RtLoop_play_queued, METH_NOARGS, "Playback periods queued."},
+    {"discard", (PyCFunction)RtLoop_discard, METH_NOARGS, "Discard the queued playback periods."},
     {"captured_queued", (PyCFunction)RtLoop_captured_queued, METH_NOARGS, "Captured periods queued."},
     {"inject", (PyCFunction)RtLoop_inject, METH_VARARGS, "Test hook: fail the next reads."},
     {"stats", (PyCFunction)RtLoop_stats, METH_NOARGS, "Counters and the real-time status."},

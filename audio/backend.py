@@ -74,12 +74,17 @@ class AudioBackend(ABC):
         wake-up. The default is :meth:`read`."""
         return self.read()
 
-    def playback_wanted(self) -> bool:
-        """Whether the loop should take a speaker period and :meth:`write` it in this
-        iteration. A backend whose own thread plays from a queue (:mod:`.rtloop`) says no
-        while that queue is full; it then returns the period it played as
-        ``Captured.loopback``. The default: always."""
-        return True
+    def playback_wanted(self) -> int:
+        """How many speaker periods the loop should take and :meth:`write` in this
+        iteration. A backend whose own thread plays from a queue (:mod:`.rtloop`) asks for
+        what fills that queue (0 while it is full) and returns the period it played with
+        each capture as ``Captured.loopback``. The default: one, always."""
+        return 1
+
+    def discard_playback(self) -> int:
+        """Discard periods written but queued ahead of the device (a backend with its own
+        playback queue, :mod:`.rtloop`); returns the samples discarded. Default: none."""
+        return 0
 
     @abstractmethod
     def write(self, pcm: Pcm) -> None:

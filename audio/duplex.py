@@ -122,6 +122,7 @@ class DuplexLoop:
                              f"({backend.period_samples}) differ")
         self.backend = backend
         self.speaker = speaker
+        speaker.discard_queued = backend.discard_playback  # drop() reaches a backend's own queue
         self.queue_periods = max(1, int(queue_periods))
         self.reconnect_max_s = float(reconnect_max_s)
         self.reconnect_initial_s = min(float(reconnect_initial_s), self.reconnect_max_s)
@@ -320,11 +321,14 @@ class DuplexLoop:
         cpu_started = time.thread_time()
         backend, speaker = self.backend, self.speaker
         captured = backend.read_raw()
-        if backend.playback_wanted():
+        wanted = backend.playback_wanted()
+        if wanted == 1:
             out = speaker.next_period()
             backend.write(out)
-        else:  # the backend's own thread plays from a full queue (rtloop): nothing taken
+        else:  # a backend that plays from its own queue (rtloop): fill it, or nothing
             out = speaker.silence
+            for _ in range(wanted):
+                backend.write(speaker.next_period())
         speaker.set_output_latency(backend.output_latency_samples())
         item: _Item
         if isinstance(captured, bytes):

@@ -21,11 +21,15 @@ duplex loop's thread, off the clock. What differs:
   loop wrote in the same iteration as that capture (or the hardware loopback channel
   when ``reference_channel`` is set): sample-exact with the microphone by construction.
   The duplex loop uses it instead of the period it hands to :meth:`write`.
-- **Playback** goes through a short queue (``lookahead_periods``, 2 by default) that the
-  C loop empties one period per period. :meth:`playback_wanted` says when it has room, so
-  the speaker is only asked for a period the queue can take, and ``drop()`` is heard
-  within the lookahead plus the device buffer. When Python is late the C loop plays
-  silence (``play_empty``): a gap in a reply, never an underrun.
+- **Playback** goes through a queue (``lookahead_periods``, 12 by default: 120 ms, longer
+  than the GIL is held by the slowest engine step, pocketsphinx's final pass) that the C
+  loop empties one period per period. :meth:`playback_wanted` says when it has room, so
+  the speaker is only asked for a period the queue can take. The queue never delays what
+  is heard: ``speaker.drop()`` discards what is queued there (:meth:`discard_playback`;
+  the speaker's cursor takes those samples back), and so does sound queued into
+  silence, so a drop is heard within a period plus the device buffer and a reply starts
+  as soon as before. When Python is later than the queue, the C loop plays silence
+  (``play_empty``): a gap in a reply, never an underrun.
 - **Xruns** (-EPIPE from the device) are recovered in C (``snd_pcm_recover``), counted
   in ``stats`` and flagged on the next period (``Captured.discontinuity``), so the front
   end re-aligns its echo canceller. After an underrun the playback buffer is pre-filled
@@ -104,7 +108,7 @@ def open_alsa_backend(period_samples: int, *, loop: str = "auto", rt_priority: i
 class RtAlsaBackend(AlsaBackend):
     """:class:`AlsaBackend` on the C period loop (see the module docstring)."""
 
-    def __init__(self, period_samples: int, *, rt_priority: int = 20, lookahead_periods: int = 2,
+    def __init__(self, period_samples: int, *, rt_priority: int = 20, lookahead_periods: int = 12,
                  ring_periods: int = 256, module: ModuleType | None = None,
                  **options: Any) -> None:
         if options.get("pcm_factory") is not None:
@@ -115,7 +119,8 @@ class RtAlsaBackend(AlsaBackend):
             raise AudioDeviceError(f"the C period loop is not built: {_INSTALL_HINT}")
         self._module = module
         self.rt_priority = max(0, int(rt_priority))
-        self.lookahead_periods = max(1, int(lookahead_periods))
+        # Virtual time (a plain file, paced=False): in step with Python, one period ahead.
+        self.lookahead_periods = max(1, int(lookahead_periods)) if self.paced else 1
         self.ring_periods = max(4, int(ring_periods))
         self._loop: Any = None
         self._refs: deque[tuple[Pcm, bool]] = deque()
@@ -123,6 +128,11 @@ class RtAlsaBackend(AlsaBackend):
         self._play_rejected = 0
         self._rt_reported = False
         self.last_stats: dict[str, Any] = {}
+        # Benchmarks: when a list, every period's lateness (ns) is appended to it.
+        self.lateness_ns: list[int] | None = None
+        self.first_done_ns = 0  # CLOCK_MONOTONIC ns when the first period was read
+        self._wrote = True  # a period was written since the last read (virtual time's step)
+        self._silence = np.zeros(period_samples, np.int16)
 
     # --- the backend interface --------------------------------------------------------------
 
@@ -137,7 +147,7 @@ class RtAlsaBackend(AlsaBackend):
             playback_period=self.playback_period_frames, reference_samples=self.period_samples,
             buffer_periods=self.buffer_periods,
             prefill_periods=min(self.prefill_periods, self.buffer_periods - 1),
-            ring_periods=self.ring_periods, playback_ring_periods=self.lookahead_periods + 2,
+            ring_periods=self.ring_periods, playback_ring_periods=2 * self.lookahead_periods + 2,
             rt_priority=self.rt_priority, paced=self.paced)
         try:
             negotiated = loop.start()
@@ -153,9 +163,10 @@ class RtAlsaBackend(AlsaBackend):
         self._init_pipeline()
         self._direct = False  # the reference rides with every period: always a Captured
         self._refs.clear()
-        silence = np.zeros(self.period_samples, np.int16)
+        silence = self._silence
         for _ in range(self.lookahead_periods):  # the queue starts full, with silence
             loop.write(self._playback_bytes(silence), silence.tobytes())
+        self._wrote = True
         _LOGGER.info("ALSA open on the C loop: capture %s %d ch %d Hz %s, playback %s %d ch %d Hz, "
                      "buffer %d frames, lookahead %d periods", self.capture_device,
                      self.capture_channels, self._actual_capture_rate, self.capture_format,
@@ -169,6 +180,10 @@ class RtAlsaBackend(AlsaBackend):
         loop = self._loop
         if loop is None:
             raise DeviceLostError(f"{self.name} is not open")
+        if not self.paced and not self._wrote:
+            # virtual time runs in step with writes: a reader that writes nothing plays silence
+            self.write(self._silence)
+        self._wrote = False
         waited = 0.0
         while not self._ready:
             try:
@@ -186,22 +201,27 @@ class RtAlsaBackend(AlsaBackend):
                 continue
             self._take(item)
         mic, loopback = self._ready.popleft()
-        written, discontinuity = self._refs.popleft() if self._refs else (self._silent_ref(), False)
+        written, discontinuity = self._refs.popleft() if self._refs else (self._silence, False)
         return Captured(mic, written if loopback is None else loopback, discontinuity)
 
-    def playback_wanted(self) -> bool:
+    def playback_wanted(self) -> int:
         loop = self._loop
-        return loop is not None and loop.play_queued() < self.lookahead_periods
+        return 0 if loop is None else max(0, self.lookahead_periods - int(loop.play_queued()))
 
     def write(self, pcm: Pcm) -> None:
         loop = self._loop
         if loop is None:
             raise DeviceLostError(f"{self.name} is not open")
+        self._wrote = True
         data = self._playback_bytes(pcm)
         if not data:
             return
         if not loop.write(data, pcm.astype("<i2", copy=False).tobytes()):
             self._play_rejected += 1  # the queue is full: only when write() ignores playback_wanted
+
+    def discard_playback(self) -> int:
+        loop = self._loop
+        return int(loop.discard()) * self.period_samples if loop is not None else 0
 
     def output_latency_samples(self) -> int:
         loop = self._loop
@@ -239,10 +259,14 @@ class RtAlsaBackend(AlsaBackend):
     # --- internals --------------------------------------------------------------------------------
 
     def _take(self, item: tuple[int, bytes, bytes, int, int, int, int]) -> None:
-        _index, capture, reference, flags, delay, _late, _done = item
+        _index, capture, reference, flags, delay, late, done = item
         module = self._module
-        if flags & module.FLAG_FIRST and not self._rt_reported:
-            self._report_realtime()
+        if flags & module.FLAG_FIRST:
+            self.first_done_ns = done
+            if not self._rt_reported:
+                self._report_realtime()
+        if self.lateness_ns is not None:
+            self.lateness_ns.append(late)
         discontinuity = bool(flags & (module.FLAG_OVERRUN | module.FLAG_UNDERRUN
                                       | module.FLAG_RING_DROPPED))
         if flags & module.FLAG_OVERRUN:
@@ -261,9 +285,6 @@ class RtAlsaBackend(AlsaBackend):
         # should it ever give none or two, the reference queue still pairs in order.
         for produced in range(len(self._ready) - before):
             self._refs.append((written, discontinuity and produced == 0))
-
-    def _silent_ref(self) -> Pcm:
-        return np.zeros(self.period_samples, np.int16)
 
     def _report_realtime(self) -> None:
         self._rt_reported = True

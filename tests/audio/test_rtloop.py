@@ -152,25 +152,24 @@ def test_playback_reaches_the_file_at_the_devices_rate_on_every_channel(alsa_dev
                 backend.write(tone[index * P : (index + 1) * P])
     played_c = read_raw(out, 2)
     with AlsaBackend(P, **options) as reference_backend:
-        for index in range(82):  # the lookahead's two periods of silence first, as above
+        for index in range(80):
             reference_backend.read()
-            pcm = tone[(index - 2) * P : (index - 1) * P] if index >= 2 else np.zeros(P, np.int16)
-            reference_backend.write(pcm)
+            reference_backend.write(tone[index * P : (index + 1) * P])
     played_py = read_raw(out, 2)
     assert np.array_equal(played_c[:, 0], played_c[:, 1])
-    n = min(len(played_c), len(played_py))
+    # the same conversion, the same bytes (after the silence each queued first)
+    c_start, py_start = int(np.flatnonzero(played_c[:, 0])[0]), int(np.flatnonzero(played_py[:, 0])[0])
+    n = min(len(played_c) - c_start, len(played_py) - py_start)
     assert n >= 70 * 480
-    assert np.array_equal(played_c[:n], played_py[:n])  # the same conversion, the same bytes
+    assert np.array_equal(played_c[c_start : c_start + n], played_py[py_start : py_start + n])
 
 
-async def test_drop_silences_the_speaker_within_the_lookahead(alsa_devices: AlsaDevices,
-                                                              tmp_path: Path) -> None:
-    mic = write_raw(tmp_path / "mic.raw", _ramp_channels(200 * P, 1))
-    backend = RtAlsaBackend(P, capture_device=alsa_devices.mic(mic, 1),
-                            playback_device=alsa_devices.speaker(tmp_path / "spk.raw"), paced=False)
+async def test_drop_silences_the_speaker_within_a_period(alsa_devices: AlsaDevices,
+                                                        tmp_path: Path) -> None:
+    backend, writer, _ = _paced_backend(alsa_devices, tmp_path, 120, RtAlsaBackend)
     speaker = Speaker(P)
     speaker.enqueue(np.full(150 * P, 1000, np.int16), utterance_id="long")
-    duplex = DuplexLoop(backend, speaker, queue_periods=4)
+    duplex = DuplexLoop(backend, speaker, queue_periods=100)
     duplex.start(asyncio.get_running_loop())
     sounding = []
     dropped_at = None
@@ -182,13 +181,41 @@ async def test_drop_silences_the_speaker_within_the_lookahead(alsa_devices: Alsa
         if len(sounding) == 80:
             break
     duplex.stop()
-    assert dropped_at is not None and all(sounding[10:dropped_at])
-    # what was already queued for the C loop plays out; then silence
+    writer.kill()
+    writer.wait()
+    assert backend.lookahead_periods == 12  # paced: the C loop's queue is 120 ms deep
+    assert dropped_at is not None and all(sounding[15:dropped_at])
+    # what the C loop queued is discarded: at most the period in flight still sounds
     still = sounding[dropped_at:]
-    assert sum(still) <= backend.lookahead_periods + 1
-    assert not any(still[backend.lookahead_periods + 1:])
+    assert sum(still) <= 2 and not any(still[2:])
     heard = speaker.progress("long")[0]
-    assert heard.dropped and heard.total < 60 * P
+    # the cursor took back what was discarded: what was written is what reached the device
+    assert heard.dropped and heard.total == int(sum(sounding)) * P
+
+
+async def test_speech_queued_into_silence_does_not_wait_behind_the_queue(
+        alsa_devices: AlsaDevices, tmp_path: Path) -> None:
+    backend, writer, _ = _paced_backend(alsa_devices, tmp_path, 100, RtAlsaBackend)
+    speaker = Speaker(P)
+    duplex = DuplexLoop(backend, speaker, queue_periods=100)
+    duplex.start(asyncio.get_running_loop())
+    frames = []
+    queued_at = 0
+    async for frame in duplex.frames():
+        frames.append(frame)
+        if len(frames) == 30:  # the C loop's queue is full of silence by now
+            speaker.enqueue(np.full(20 * P, 500, np.int16), utterance_id="reply")
+            queued_at = len(frames)
+        if len(frames) == 70:
+            break
+    duplex.stop()
+    writer.kill()
+    writer.wait()
+    first = next(i for i, f in enumerate(frames) if f.reference.any())
+    assert first - queued_at <= 2 < backend.lookahead_periods
+    assert duplex.stats.dropped == 0
+    assert sum(f.reference.any() for f in frames) == 20  # all of it, once
+    assert speaker.progress("reply")[0].complete
 
 
 def _hold_the_gil(seconds: float) -> None:
@@ -393,13 +420,14 @@ def test_without_the_extension_the_pyalsaaudio_loop_runs_and_says_so(
                                    playback_device=alsa_devices.null, paced=False)
     backend = open_alsa_backend(P, loop="auto", **options)
     assert type(backend) is AlsaBackend
-    assert [r.levelname for r in caplog.records] == ["INFO"]
+    ours = [r for r in caplog.records if r.name == "edgevoice.audio.rtloop"]
+    assert [r.levelname for r in ours] == ["INFO"]
     assert "C period loop (edgevoice.audio._rtloop) is not built" in caplog.text
     assert "libasound2-dev" in caplog.text
     with backend:  # and the fallback works
         assert np.array_equal(backend.read().mic, frames[:P, 0].astype(np.int16))
     open_alsa_backend(P, loop="auto", **options)
-    assert len(caplog.records) == 1  # said once per process
+    assert len([r for r in caplog.records if r.name == "edgevoice.audio.rtloop"]) == 1  # said once
     with pytest.raises(AudioDeviceError, match="audio.loop is 'c' but the C period loop is not built"):
         open_alsa_backend(P, loop="c", **options)
     assert type(open_alsa_backend(P, loop="python", **options)) is AlsaBackend
