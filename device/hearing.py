@@ -8,7 +8,6 @@ The runtime calls :func:`build_listener` once at start and feeds the returned
 from __future__ import annotations
 
 import functools
-
 import logging
 from pathlib import Path
 

@@ -25,6 +25,7 @@ import pytest
 from support.alsa_devices import (
     AlsaDevices,
     install_alsa_devices,
+    ramp_channels,
     read_raw,
     start_fifo_writer,
     write_raw,
@@ -46,15 +47,6 @@ def alsa_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AlsaDevices
     return install_alsa_devices(tmp_path, monkeypatch)
 
 
-def _ramp_channels(frames: int, channels: int, fmt: str = "S16_LE") -> np.ndarray:
-    n = np.arange(frames)[:, None]
-    c = np.arange(channels)[None, :]
-    data = ((n * 7 + c * 1000) % 60000 - 30000).astype(np.int64)
-    if fmt == "S32_LE":
-        data = data << 16 | (n * 13 % 65536)
-    return data
-
-
 def _mics(backend: Any, periods: int) -> list[Any]:
     return [backend.read() for _ in range(periods)]
 
@@ -64,7 +56,7 @@ def _mics(backend: Any, periods: int) -> list[Any]:
 def test_capture_is_exactly_what_the_pyalsaaudio_backend_gives(
         alsa_devices: AlsaDevices, tmp_path: Path, case: tuple[int, int, str, tuple[int, ...], int]) -> None:
     channels, rate, fmt, mics, ref = case
-    frames = _ramp_channels(rate // 100 * 60, channels, fmt)
+    frames = ramp_channels(rate // 100 * 60, channels, fmt)
     mic = write_raw(tmp_path / "mic.raw", frames, fmt)
     options: dict[str, Any] = dict(capture_device=alsa_devices.mic(mic, channels, rate, fmt),
                                    playback_device=alsa_devices.null, capture_channels=channels,
@@ -84,7 +76,7 @@ def test_capture_is_exactly_what_the_pyalsaaudio_backend_gives(
 async def test_the_reference_is_exactly_what_reached_the_speaker(alsa_devices: AlsaDevices,
                                                                  tmp_path: Path) -> None:
     rate = 48000
-    mic = write_raw(tmp_path / "mic.raw", _ramp_channels(rate // 100 * 120, 1))
+    mic = write_raw(tmp_path / "mic.raw", ramp_channels(rate // 100 * 120, 1))
     out = tmp_path / "spk.raw"
     backend = RtAlsaBackend(P, capture_device=alsa_devices.mic(mic, 1, rate), capture_rate=rate,
                             playback_device=alsa_devices.speaker(out), paced=False)
@@ -139,7 +131,7 @@ async def test_the_hardware_loopback_stays_aligned_with_the_mic(alsa_devices: Al
 
 def test_playback_reaches_the_file_at_the_devices_rate_on_every_channel(alsa_devices: AlsaDevices,
                                                                         tmp_path: Path) -> None:
-    mic = write_raw(tmp_path / "mic.raw", _ramp_channels(100 * P, 1))
+    mic = write_raw(tmp_path / "mic.raw", ramp_channels(100 * P, 1))
     out = tmp_path / "spk.raw"
     tone = np.rint(np.sin(2 * np.pi * 440 * np.arange(80 * P) / 16000) * 8000).astype(np.int16)
     options: dict[str, Any] = dict(capture_device=alsa_devices.mic(mic, 1), playback_rate=48000,
@@ -227,7 +219,7 @@ def _hold_the_gil(seconds: float) -> None:
 
 def _paced_backend(alsa_devices: AlsaDevices, tmp_path: Path, periods: int,
                    cls: type[Any]) -> tuple[Any, Any, np.ndarray]:
-    frames = _ramp_channels(periods * P, 1)
+    frames = ramp_channels(periods * P, 1)
     source = write_raw(tmp_path / f"src{cls.__name__}.raw", frames)
     fifo = tmp_path / f"mic{cls.__name__}.fifo"
     writer = start_fifo_writer(fifo, source, P * 2, P / 16000, rt_priority=30)
@@ -321,24 +313,33 @@ def test_a_process_stopped_for_300_ms_loses_nothing_and_the_stall_is_measured(
     assert stats["late_ge_buffer"] >= 10
 
 
-async def test_an_xrun_is_recovered_counted_reported_and_flagged(alsa_devices: AlsaDevices,
-                                                                 tmp_path: Path) -> None:
-    mic = write_raw(tmp_path / "mic.raw", _ramp_channels(300 * P, 1))
+async def _run_with_a_fault(alsa_devices: AlsaDevices, tmp_path: Path, frames: np.ndarray, code: int,
+                            **options: Any) -> tuple[RtAlsaBackend, DuplexLoop, list[Any], list[Any]]:
+    """60 frames through the duplex loop on the C loop; after 5 the next capture read
+    returns ``code``, as a failing card's snd_pcm_readi would."""
+    mic = write_raw(tmp_path / "mic.raw", frames)
     backend = RtAlsaBackend(P, capture_device=alsa_devices.mic(mic, 1),
                             playback_device=alsa_devices.speaker(tmp_path / "spk.raw"), paced=False)
     events: list[tuple[str, dict[str, Any]]] = []
-    duplex = DuplexLoop(backend, Speaker(P), queue_periods=8, xrun_event_interval_s=0.0,
-                        on_event=lambda t, d: events.append((t, d)))
+    duplex = DuplexLoop(backend, Speaker(P), queue_periods=8, on_event=lambda t, d: events.append((t, d)),
+                        **options)
     duplex.start(asyncio.get_running_loop())
     got = []
     async for frame in duplex.frames():
         got.append(frame)
-        if len(got) == 10:
-            backend.inject_capture_error(-errno.EPIPE, 1)  # what an overrun returns
+        if len(got) == 5:
+            backend.inject_capture_error(code, 1)
         if len(got) == 60:
             break
     duplex.stop()
     await asyncio.sleep(0)
+    return backend, duplex, got, events
+
+
+async def test_an_xrun_is_recovered_counted_reported_and_flagged(alsa_devices: AlsaDevices,
+                                                                 tmp_path: Path) -> None:
+    backend, _, got, events = await _run_with_a_fault(
+        alsa_devices, tmp_path, ramp_channels(300 * P, 1), -errno.EPIPE, xrun_event_interval_s=0.0)
     assert backend.stats.overruns == 1
     assert sum(f.discontinuity for f in got) == 1
     assert ("audio.xrun", {"device": backend.name, "overruns": 1, "underruns": 0, "new": 1}) in events
@@ -347,23 +348,9 @@ async def test_an_xrun_is_recovered_counted_reported_and_flagged(alsa_devices: A
 
 async def test_a_vanished_device_is_reopened_with_backoff_and_reported(alsa_devices: AlsaDevices,
                                                                        tmp_path: Path) -> None:
-    frames = _ramp_channels(400 * P, 1)
-    mic = write_raw(tmp_path / "mic.raw", frames)
-    backend = RtAlsaBackend(P, capture_device=alsa_devices.mic(mic, 1),
-                            playback_device=alsa_devices.speaker(tmp_path / "spk.raw"), paced=False)
-    events: list[tuple[str, dict[str, Any]]] = []
-    duplex = DuplexLoop(backend, Speaker(P), reconnect_initial_s=0.01, reconnect_max_s=0.05,
-                        queue_periods=8, on_event=lambda t, d: events.append((t, d)))
-    duplex.start(asyncio.get_running_loop())
-    got = []
-    async for frame in duplex.frames():
-        got.append(frame)
-        if len(got) == 5:
-            backend.inject_capture_error(-errno.ENODEV, 1)  # the array was unplugged
-        if len(got) == 60:
-            break
-    duplex.stop()
-    await asyncio.sleep(0)
+    frames = ramp_channels(400 * P, 1)
+    _, duplex, got, events = await _run_with_a_fault(alsa_devices, tmp_path, frames, -errno.ENODEV,
+                                                     reconnect_initial_s=0.01, reconnect_max_s=0.05)
     assert [t for t, _ in events] == ["audio.device_lost", "audio.device_restored"]
     assert "No such device" in events[0][1]["message"]
     assert duplex.stats.reopened == 1 and duplex.stats.device_lost == 1
@@ -385,7 +372,7 @@ def test_a_wrong_device_name_lists_the_devices_that_exist(alsa_devices: AlsaDevi
 
 def test_the_loop_thread_reports_its_scheduling_once(alsa_devices: AlsaDevices, tmp_path: Path,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    mic = write_raw(tmp_path / "mic.raw", _ramp_channels(50 * P, 1))
+    mic = write_raw(tmp_path / "mic.raw", ramp_channels(50 * P, 1))
     caplog.set_level(logging.INFO, "edgevoice.audio.rtloop")
     for priority in (20, 0):
         backend = RtAlsaBackend(P, capture_device=alsa_devices.mic(mic, 1), rt_priority=priority,
@@ -414,7 +401,7 @@ def test_without_the_extension_the_pyalsaaudio_loop_runs_and_says_so(
     rtloop._log_fallback.cache_clear()
     caplog.set_level(logging.INFO, "edgevoice.audio.rtloop")
     assert rtloop.load_rtloop() is None
-    frames = _ramp_channels(30 * P, 1)
+    frames = ramp_channels(30 * P, 1)
     mic = write_raw(tmp_path / "mic.raw", frames)
     options: dict[str, Any] = dict(capture_device=alsa_devices.mic(mic, 1),
                                    playback_device=alsa_devices.null, paced=False)

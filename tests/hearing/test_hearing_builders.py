@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np

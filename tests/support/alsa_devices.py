@@ -140,6 +140,17 @@ def write_raw(path: Path, frames: np.ndarray, fmt: str = "S16_LE") -> Path:
     return path
 
 
+def ramp_channels(frames: int, channels: int, fmt: str = "S16_LE") -> np.ndarray:
+    """Distinct, recognisable content per channel: channel c carries c*1000 + n (wrapped);
+    in S32 with low bits that a 16-bit reduction drops."""
+    n = np.arange(frames)[:, None]
+    c = np.arange(channels)[None, :]
+    data = ((n * 7 + c * 1000) % 60000 - 30000).astype(np.int64)
+    if fmt == "S32_LE":
+        data = data << 16 | (n * 13 % 65536)
+    return data
+
+
 def read_raw(path: Path, channels: int = 1, fmt: str = "S16_LE") -> np.ndarray:
     data = np.fromfile(path, dtype=FORMAT_DTYPES[fmt])
     return data.reshape(-1, channels) if channels > 1 else data
