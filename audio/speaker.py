@@ -136,6 +136,11 @@ class Speaker:
                     kept.append(segment)
             self._queue = kept
             if self.discard_queued is not None:
+                # Written to their end but partly still queued in the backend, which is
+                # about to discard that part: dropped too.
+                for segment in self._sounding:
+                    if utterance_id is None or segment.utterance_id == utterance_id:
+                        segment.dropped = True
                 self._rewind(self.discard_queued())
             return dropped
 
