@@ -10,7 +10,8 @@ daemon); ``tests/packaging`` builds the wheel and fails if anything in the tree 
 The extension is ``optional``: without a C compiler or the Python headers the install
 still succeeds and the canceller runs its numpy reference path (it logs once what to
 install). ``./dev`` installs gcc and python3-dev, so the development venv, CI and the Pi
-image always build it.
+image always build it. The duplex period loop (``edgevoice.audio.io._rtloop``) is optional in
+the same way and also needs libasound2-dev; without it the pyalsaaudio loop runs.
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ setup(
             # default), so every platform rounds like numpy's separate operations
             extra_compile_args=["-O3", "-ffp-contract=off"],
             optional=True,
-        )
+        ),
+        # The duplex period loop (audio/io/rtloop.py): its own thread on libasound. Optional
+        # too: without libasound2-dev the pyalsaaudio loop runs (rtloop logs it once).
+        Extension(
+            "edgevoice.audio.io._rtloop",
+            sources=["audio/io/_rtloop.c"],
+            libraries=["asound"],
+            extra_compile_args=["-O2", "-std=gnu11", "-Wall"],
+            optional=True,
+        ),
     ],
 )

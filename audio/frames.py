@@ -69,6 +69,9 @@ class DuplexFrame:
     index: int
     mic: Pcm
     reference: Pcm
+    # An xrun just before this period: the echo path's alignment may have moved (the
+    # front end re-aligns its echo canceller).
+    discontinuity: bool = False
 
     @property
     def start_s(self) -> float:

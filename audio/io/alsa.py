@@ -269,21 +269,28 @@ class AlsaBackend(AudioBackend):
         mic, loopback = self._ready.popleft()
         return Captured(mic, loopback)
 
+    def _playback_bytes(self, pcm: Pcm) -> bytes:
+        """One 16 kHz mono period as the playback PCM's interleaved S16 bytes (empty while
+        the resampler fills)."""
+        if pcm is self._written_pcm:
+            return self._written_bytes  # the same read-only period again (idle silence)
+        out = self._play_resampler.process(pcm)
+        if len(out) == 0:
+            return b""
+        if self.playback_channels > 1:
+            out = np.repeat(out[:, None], self.playback_channels, axis=1)
+        data = out.astype("<i2", copy=False).tobytes()
+        if self._play_resampler.passthrough and unchanging(pcm):
+            # An array that owns its data and cannot change, converted without state:
+            # the speaker's silent period. Kept so the idle loop converts it once.
+            self._written_pcm, self._written_bytes = pcm, data
+        return data
+
     def write(self, pcm: Pcm) -> None:
         playback = self._require(self._playback)
-        if pcm is self._written_pcm:
-            data = self._written_bytes  # the same read-only period again (idle silence)
-        else:
-            out = self._play_resampler.process(pcm)
-            if len(out) == 0:
-                return
-            if self.playback_channels > 1:
-                out = np.repeat(out[:, None], self.playback_channels, axis=1)
-            data = out.astype("<i2", copy=False).tobytes()
-            if self._play_resampler.passthrough and unchanging(pcm):
-                # An array that owns its data and cannot change, converted without state:
-                # the speaker's silent period. Kept so the idle loop converts it once.
-                self._written_pcm, self._written_bytes = pcm, data
+        data = self._playback_bytes(pcm)
+        if not data:
+            return
         try:
             if playback.state() == self._xrun_state:
                 self._note_underrun()

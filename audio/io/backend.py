@@ -25,6 +25,9 @@ class Captured:
 
     mic: Pcm
     loopback: Pcm | None = None
+    # The stream was interrupted just before this period (an xrun the device recovered
+    # from): the alignment of capture and playback may have moved.
+    discontinuity: bool = False
 
 
 @dataclass(slots=True)
@@ -70,6 +73,18 @@ class AudioBackend(ABC):
         periods runs on warm caches, instead of on the audio thread right after each
         wake-up. The default is :meth:`read`."""
         return self.read()
+
+    def playback_wanted(self) -> int:
+        """How many speaker periods the loop should take and :meth:`write` in this
+        iteration. A backend whose own thread plays from a queue (:mod:`.rtloop`) asks for
+        what fills that queue (0 while it is full) and returns the period it played with
+        each capture as ``Captured.loopback``. The default: one, always."""
+        return 1
+
+    def discard_playback(self) -> int:
+        """Discard periods written but queued ahead of the device (a backend with its own
+        playback queue, :mod:`.rtloop`); returns the samples discarded. Default: none."""
+        return 0
 
     @abstractmethod
     def write(self, pcm: Pcm) -> None:

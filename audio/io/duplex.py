@@ -71,16 +71,17 @@ EVENT_QUEUE_DROPPED = "audio.queue_dropped"
 
 EventCallback = Callable[[str, dict[str, Any]], None]
 
-# What the audio thread queues: (index, mic array or its S16 bytes, reference).
-_Item = tuple[int, Pcm | bytes, Pcm]
+# What the audio thread queues: (index, mic array or its S16 bytes, reference,
+# discontinuity).
+_Item = tuple[int, Pcm | bytes, Pcm, bool]
 
 
 def _frame(item: _Item) -> DuplexFrame:
     """The frame of one queued item (on the consumer's thread)."""
-    index, mic, reference = item
+    index, mic, reference, discontinuity = item
     if isinstance(mic, bytes):
-        return DuplexFrame(index, np.frombuffer(mic, np.int16), reference)
-    return DuplexFrame(index, mic, reference)
+        return DuplexFrame(index, np.frombuffer(mic, np.int16), reference, discontinuity)
+    return DuplexFrame(index, mic, reference, discontinuity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,7 @@ class DuplexLoop:
                              f"({backend.period_samples}) differ")
         self.backend = backend
         self.speaker = speaker
+        speaker.discard_queued = backend.discard_playback  # drop() reaches a backend's own queue
         self.queue_periods = max(1, int(queue_periods))
         self.reconnect_max_s = float(reconnect_max_s)
         self.reconnect_initial_s = min(float(reconnect_initial_s), self.reconnect_max_s)
@@ -319,15 +321,22 @@ class DuplexLoop:
         cpu_started = time.thread_time()
         backend, speaker = self.backend, self.speaker
         captured = backend.read_raw()
-        out = speaker.next_period()
-        backend.write(out)
+        wanted = backend.playback_wanted()
+        if wanted == 1:
+            out = speaker.next_period()
+            backend.write(out)
+        else:  # a backend that plays from its own queue (rtloop): fill it, or nothing
+            out = speaker.silence
+            for _ in range(wanted):
+                backend.write(speaker.next_period())
         speaker.set_output_latency(backend.output_latency_samples())
         item: _Item
         if isinstance(captured, bytes):
-            item = (self._index, captured, out)
+            item = (self._index, captured, out, False)
         else:
             loopback = captured.loopback
-            item = (self._index, captured.mic, out if loopback is None else loopback)
+            item = (self._index, captured.mic, out if loopback is None else loopback,
+                    captured.discontinuity)
         self._index += 1
         queue = self._queue
         with self._lock:

@@ -89,6 +89,11 @@ class Speaker:
         self._silence.flags.writeable = False
         self.on_segment_started: SegmentCallback | None = None
         self.on_segment_finished: SegmentCallback | None = None
+        # Set by the duplex loop when its backend queues periods ahead of the device
+        # (audio/io/rtloop.py): discards what is queued there and not yet played, returning
+        # the samples discarded. Called on drop() and when sound is queued into silence,
+        # so neither waits behind the queue.
+        self.discard_queued: Callable[[], int] | None = None
 
     # --- producers ----------------------------------------------------------------------
 
@@ -106,8 +111,11 @@ class Speaker:
             raise ValueError("speaker takes 1-D int16 PCM at 16 kHz")
         segment = Segment(utterance_id, text, pcm.copy(), kind, word_ends=word_ends, queued=len(pcm))
         with self._lock:
+            idle = not self._queue and not self._sounding
             self._queue.append(segment)
             self._history.append(segment)
+            if idle and self.discard_queued is not None:
+                self._rewind(self.discard_queued())  # only silence was queued ahead
 
     def drop(self, utterance_id: str | None = None) -> int:
         """Drop what is queued (all of it, or one utterance's). The next period the
@@ -127,7 +135,44 @@ class Speaker:
                 else:
                     kept.append(segment)
             self._queue = kept
+            if self.discard_queued is not None:
+                # Written to their end but partly still queued in the backend, which is
+                # about to discard that part: dropped too.
+                for segment in self._sounding:
+                    if utterance_id is None or segment.utterance_id == utterance_id:
+                        segment.dropped = True
+                self._rewind(self.discard_queued())
             return dropped
+
+    def _rewind(self, samples: int) -> None:
+        """The last ``samples`` of the timeline were discarded before they reached the
+        device (called holding the lock): take them back. Dropped segments end where
+        sound really stopped; others play those samples again."""
+        if samples <= 0:
+            return
+        end = max(0, self._timeline - samples)
+        self._timeline = end
+        self._latency = max(0, self._latency - samples)
+        again: list[Segment] = []
+        for segment in self._history:
+            if segment.start is None or segment.start + segment.written <= end:
+                continue
+            kept = max(0, end - segment.start)
+            segment.written = kept
+            if segment.dropped:
+                segment.pcm = segment.pcm[:kept]
+            elif not any(queued is segment for queued in self._queue):
+                again.append(segment)  # written to its end, discarded in part: play it again
+            if kept == 0:
+                segment.start = None
+                segment.started_notified = False
+        if again:
+            self._queue.extendleft(reversed(again))
+        if self._queue and self._queue[0].start is not None:
+            self._offset = self._queue[0].written
+        elif self._queue:
+            self._offset = 0
+        self._sounding = deque(s for s in self._sounding if s.start is not None)
 
     # --- the audio thread -----------------------------------------------------------------
 

@@ -27,10 +27,12 @@ def open_backend(audio: AudioConfig, room: RoomConfig, wav: WavConfig) -> AudioB
     """The configured backend (closed), with a 16 kHz period of ``audio.period_ms``."""
     period = period_samples(audio.period_ms)
     if audio.backend == "alsa":
-        from edgevoice.audio.io.alsa import AlsaBackend
+        from edgevoice.audio.io.rtloop import open_alsa_backend
 
-        return AlsaBackend(
+        return open_alsa_backend(
             period,
+            loop=audio.loop,
+            rt_priority=audio.rt_priority,
             capture_device=audio.capture_device,
             playback_device=audio.playback_device,
             capture_channels=audio.capture_channels,

@@ -7,6 +7,7 @@ The runtime calls :func:`build_listener` once at start and feeds the returned
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 
@@ -141,15 +142,22 @@ def _fallback(language: str, models_dir: str | Path | None, why: str) -> ModelLo
 
 def build_asr(asr: AsrConfig, language: str, models_dir: str | Path | None = None) -> AsrEngine:
     loc = choose_asr_model(asr, language, models_dir)
+    engine: type[AsrEngine]
     if loc.engine == "pocketsphinx":
         from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 
-        return PocketsphinxEngine(loc.path, model_name=loc.name, language=loc.language or language,
-                                  grammar=asr.grammar, low_confidence=asr.low_confidence)
-    from edgevoice.audio.hearing.asr_vosk import VoskEngine
+        engine = PocketsphinxEngine
+    else:
+        from edgevoice.audio.hearing.asr_vosk import VoskEngine
 
-    return VoskEngine(loc.path, model_name=loc.name, language=loc.language or language,
-                      grammar=asr.grammar, low_confidence=asr.low_confidence)
+        engine = VoskEngine
+    factory = functools.partial(engine, loc.path, model_name=loc.name, language=loc.language or language,
+                                grammar=asr.grammar, low_confidence=asr.low_confidence)
+    if asr.process == "worker" or (asr.process == "auto" and loc.engine == "pocketsphinx"):
+        from edgevoice.audio.hearing.asr_worker import WorkerAsrEngine
+
+        return WorkerAsrEngine(factory)
+    return factory()
 
 
 def build_listener(config: Config, *, asr: AsrEngine | None = None, origin_s: float = 0.0) -> Listener:

@@ -36,15 +36,15 @@ def register(sub: Any) -> None:
 def _transcribe(args: argparse.Namespace) -> int:
     config = load(args).config
     asr_config = config.asr
-    changes: dict[str, Any] = {}
+    # one file, nothing else running: decode in this process (a worker only costs a spawn)
+    changes: dict[str, Any] = {"process": "inline"}
     if args.engine:
         changes["engine"] = args.engine
     if args.model:
         changes["model"] = args.model
     if args.grammar:
         changes["grammar"] = tuple(args.grammar)
-    if changes:
-        asr_config = dataclasses.replace(asr_config, **changes)
+    asr_config = dataclasses.replace(asr_config, **changes)
     language = args.language or config.device.language
     pcm, _rate = read_wav(args.file)
     engine = build_asr(asr_config, language, config.models.dir or None)

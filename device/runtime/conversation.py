@@ -315,7 +315,7 @@ class Conversation:
         for event in result.events:
             await self._on_hearing(event)
         if result.barge_in is not None:
-            await self._take_barge_in(result.barge_in.onset_s)
+            await self._take_barge_in(result.barge_in.onset_s, result.end_s)
 
     async def _on_hearing(self, event: HearingEvent) -> None:
         if self._stood_down and not isinstance(event, WakeWordDetected):
@@ -402,7 +402,7 @@ class Conversation:
             if self.barge_in.detector.settings.resume_after_false_barge_in:
                 await self._resume_after_false_barge_in()
 
-    async def _take_barge_in(self, onset_s: float) -> None:
+    async def _take_barge_in(self, onset_s: float, frame_s: float | None = None) -> None:
         if self.state not in (State.THINKING, State.SPEAKING):
             return
         turn = self._turn
@@ -416,8 +416,11 @@ class Conversation:
         turn.accepted = True
         turn.barge_in = True
         self.counters.barge_ins += 1
-        self.bus.emit(EventType.BARGE_IN, onset_s=round(onset_s, 3),
-                      detected_s=round(self.clock.now(), 3))
+        now = self.clock.now()
+        # frame_s: the end of the frame the detector decided on; detected_s - frame_s is
+        # how far the front end ran behind the audio clock at that moment
+        self.bus.emit(EventType.BARGE_IN, onset_s=round(onset_s, 3), detected_s=round(now, 3),
+                      frame_s=round(now if frame_s is None else frame_s, 3))
         await self.feed(Input.BARGE_IN, onset=onset_s)
 
     async def _resume_after_false_barge_in(self) -> None:

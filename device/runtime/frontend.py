@@ -92,6 +92,7 @@ class FrontEnd:
         # data, read-only): the speaker's idle silence, the same object every period,
         # so the idle front end need not scan it for sound 100 times a second.
         self._silent_reference: Pcm | None = None
+        self.xrun_realigned = 0  # times the canceller was reset after an xrun
 
     def control(self, action: Control) -> None:
         """Queue a change to the listener (applied before the next frame)."""
@@ -110,6 +111,11 @@ class FrontEnd:
                 self._controls.clear()
             for action in controls:
                 events.extend(action(self.listener))
+        if frame.discontinuity and self.canceller is not None:
+            # An xrun moved the echo path's alignment: estimate the delay afresh rather
+            # than cancel against a reference that is no longer where the filter has it.
+            self.canceller.reset()
+            self.xrun_realigned += 1
         clean, linear = ((frame.mic, None) if self.canceller is None
                          else self._cancel(frame.mic, frame.reference))
         # while the device speaks, the barge-in decision goes before the recognizer

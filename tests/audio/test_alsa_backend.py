@@ -25,6 +25,9 @@ from support.alsa_devices import (
     start_fifo_writer,
     write_raw,
 )
+from support.alsa_devices import (
+    ramp_channels as _ramp_channels,
+)
 
 from edgevoice.audio.errors import DeviceLostError, DeviceNotFoundError
 from edgevoice.audio.frames import dbfs
@@ -38,16 +41,6 @@ P = 160
 @pytest.fixture
 def alsa_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AlsaDevices:
     return install_alsa_devices(tmp_path, monkeypatch)
-
-
-def _ramp_channels(frames: int, channels: int, fmt: str = "S16_LE") -> np.ndarray:
-    """Distinct, recognisable content per channel: channel c carries c*1000 + n (wrapped)."""
-    n = np.arange(frames)[:, None]
-    c = np.arange(channels)[None, :]
-    data = ((n * 7 + c * 1000) % 60000 - 30000).astype(np.int64)
-    if fmt == "S32_LE":
-        data = data << 16 | (n * 13 % 65536)  # low bits that the 16-bit reduction drops
-    return data
 
 
 def _tone(freq: float, rate: int, seconds: float, level_db: float) -> np.ndarray:

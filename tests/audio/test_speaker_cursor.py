@@ -95,3 +95,53 @@ def test_volume_scales_and_rejects_bad_pcm() -> None:
         speaker.enqueue(np.zeros(P, np.float32), utterance_id="u")  # type: ignore[arg-type]
     speaker.volume = 3.0
     assert speaker.volume == 1.0
+
+
+class _Queue:
+    """What a backend with its own playback queue holds: periods taken, not yet played."""
+
+    def __init__(self) -> None:
+        self.queued = 0  # periods
+
+    def discard(self) -> int:
+        discarded, self.queued = self.queued, 0
+        return discarded * P
+
+
+def test_drop_takes_back_what_the_backend_queue_discarded_and_replays_other_utterances() -> None:
+    speaker = Speaker(P)
+    queue = _Queue()
+    speaker.discard_queued = queue.discard
+    speaker.enqueue(_ramp(3 * P), utterance_id="reply")
+    speaker.enqueue(_ramp(2 * P, 5000), utterance_id="earcon", kind="earcon")
+    played = [speaker.next_period() for _ in range(4)]  # all of reply and half the earcon
+    queue.queued = 3  # the last three of them are queued in the backend, the first in the device
+    speaker.set_output_latency(4 * P)
+    speaker.drop("reply")
+    reply = speaker.progress("reply")[0]
+    assert reply.dropped and reply.total == P and reply.played == 0  # one period was written
+    speaker.set_output_latency(0)
+    assert speaker.progress("reply")[0].played == P
+    # the earcon's discarded period plays again, then the rest of it
+    again = [speaker.next_period() for _ in range(2)]
+    assert np.array_equal(np.concatenate(again), _ramp(2 * P, 5000))
+    assert np.array_equal(played[0], _ramp(P))
+    speaker.set_output_latency(0)
+    assert speaker.progress("earcon")[0].complete
+    assert not speaker.is_playing()
+
+
+def test_sound_queued_into_silence_discards_the_queued_silence() -> None:
+    speaker = Speaker(P)
+    queue = _Queue()
+    speaker.discard_queued = queue.discard
+    for _ in range(5):
+        speaker.next_period()
+    queue.queued = 5
+    speaker.set_output_latency(5 * P)
+    speaker.enqueue(_ramp(P), utterance_id="u")
+    assert queue.queued == 0
+    assert speaker.played_position == 0  # nothing of the timeline was heard yet
+    assert np.array_equal(speaker.next_period(), _ramp(P))
+    speaker.set_output_latency(0)
+    assert speaker.progress("u")[0].complete

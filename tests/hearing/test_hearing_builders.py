@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from support.hearing_audio import piper_speech
 
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
+from edgevoice.audio.hearing.asr_worker import WorkerAsrEngine
 from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
 from edgevoice.audio.hearing.vad_energy import EnergyVad
 from edgevoice.audio.hearing.vad_silero import SileroVad
@@ -80,10 +82,22 @@ def test_model_and_engine_must_agree() -> None:
 
 def test_build_asr_applies_grammar_and_threshold() -> None:
     engine = hearing.build_asr(AsrConfig(engine="pocketsphinx", grammar=("turn on the light",),
-                                         low_confidence=0.3), "en")
+                                         low_confidence=0.3, process="inline"), "en")
     assert isinstance(engine, PocketsphinxEngine)
     assert engine.grammar == ("turn on the light",)
     assert engine.low_confidence == 0.3
+
+
+def test_pocketsphinx_decodes_in_a_worker_process_by_default() -> None:
+    engine = hearing.build_asr(AsrConfig(engine="pocketsphinx", grammar=("turn on the light",),
+                                         low_confidence=0.3), "en")
+    try:
+        assert isinstance(engine, WorkerAsrEngine) and engine.pid not in (None, os.getpid())
+        assert engine.name == "pocketsphinx"
+        assert engine.grammar == ("turn on the light",)
+        assert engine.low_confidence == 0.3
+    finally:
+        engine.close()
 
 
 def test_build_vad_engines_and_threshold_check() -> None:
@@ -110,7 +124,7 @@ def test_build_listener_from_config() -> None:
     cfg = config(
         listen={"mode": "wakeword", "follow_up_s": 7.5, "button_mode": "press"},
         endpoint={"end_silence_ms": 800, "pre_roll_ms": 250},
-        asr={"engine": "pocketsphinx", "streaming": False},
+        asr={"engine": "pocketsphinx", "streaming": False, "process": "inline"},
     )
     listener = hearing.build_listener(cfg)
     assert listener.mode == ListenMode.WAKEWORD and listener.wakeword is not None

@@ -83,6 +83,12 @@ def test_the_echo_canceller_kernel_is_compiled_into_the_wheel(built_wheel: Path)
     assert any(name.startswith("edgevoice/audio/aec/_kernel") and name.endswith(".so") for name in names)
 
 
+def test_the_audio_period_loop_is_compiled_into_the_wheel(built_wheel: Path) -> None:
+    names = zipfile.ZipFile(built_wheel).namelist()
+    assert any(name.startswith("edgevoice/audio/io/_rtloop") and name.endswith(".so") for name in names)
+    assert "edgevoice/audio/io/_rtloop.pyi" in names
+
+
 def test_the_expected_list_sees_a_missing_subpackage(tmp_path: Path) -> None:
     # the comparison itself must be able to fail: a wheel without the runtime package
     expected = expected_wheel_files()

@@ -140,6 +140,17 @@ def write_raw(path: Path, frames: np.ndarray, fmt: str = "S16_LE") -> Path:
     return path
 
 
+def ramp_channels(frames: int, channels: int, fmt: str = "S16_LE") -> np.ndarray:
+    """Distinct, recognisable content per channel: channel c carries c*1000 + n (wrapped);
+    in S32 with low bits that a 16-bit reduction drops."""
+    n = np.arange(frames)[:, None]
+    c = np.arange(channels)[None, :]
+    data = ((n * 7 + c * 1000) % 60000 - 30000).astype(np.int64)
+    if fmt == "S32_LE":
+        data = data << 16 | (n * 13 % 65536)
+    return data
+
+
 def read_raw(path: Path, channels: int = 1, fmt: str = "S16_LE") -> np.ndarray:
     data = np.fromfile(path, dtype=FORMAT_DTYPES[fmt])
     return data.reshape(-1, channels) if channels > 1 else data
@@ -169,6 +180,11 @@ FIFO_WRITER = r"""
 import os, sys, time
 fifo, source, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
 period_s = float(sys.argv[4])
+if len(sys.argv) > 5:  # stand in for a card's clock: run ahead of everything else where allowed
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(sys.argv[5])))
+    except OSError:
+        pass
 data = open(source, "rb").read()
 with open(fifo, "wb", buffering=0) as out:   # blocks until the PCM opens the FIFO
     start = time.monotonic()
@@ -181,10 +197,15 @@ with open(fifo, "wb", buffering=0) as out:   # blocks until the PCM opens the FI
 """
 
 
-def start_fifo_writer(fifo: Path, source: Path, chunk_bytes: int, period_s: float) -> subprocess.Popen[bytes]:
+def start_fifo_writer(fifo: Path, source: Path, chunk_bytes: int, period_s: float, *,
+                      rt_priority: int = 0) -> subprocess.Popen[bytes]:
     """A separate process that writes ``source`` into ``fifo`` at real time, one chunk per
-    period. Start it before opening the PCM: opening a FIFO capture blocks, holding the GIL."""
+    period. Start it before opening the PCM: opening a FIFO capture blocks, holding the GIL.
+    ``rt_priority`` > 0: the writer asks for SCHED_FIFO (where allowed), so on a loaded
+    machine it keeps time like a card's clock and lateness measured by the reader is the
+    reader's own."""
     if not fifo.exists():
         os.mkfifo(fifo)
+    extra = [str(rt_priority)] if rt_priority > 0 else []
     return subprocess.Popen([sys.executable, "-c", FIFO_WRITER, str(fifo), str(source),
-                             str(chunk_bytes), str(period_s)])
+                             str(chunk_bytes), str(period_s), *extra])

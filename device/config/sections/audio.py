@@ -66,6 +66,18 @@ class AudioConfig:
         minimum=10, maximum=10000, restart=True,
     )
     volume: float = setting(1.0, "Speaker volume, 0.0 to 1.0.", minimum=0.0, maximum=1.0)
+    loop: str = setting(
+        "auto",
+        "Where the ALSA period loop runs: c (its own C thread on libasound, on time whatever "
+        "Python does), python (pyalsaaudio on a Python thread) or auto (c where it is built).",
+        choices=("auto", "c", "python"),
+        restart=True,
+    )
+    rt_priority: int = setting(
+        20, "SCHED_FIFO priority the C period loop's thread asks for (where the system allows "
+        "it; the service grants LimitRTPRIO=20). 0: normal scheduling.",
+        minimum=0, maximum=99, restart=True,
+    )
     reconnect_max_s: float = setting(
         10.0, "Longest wait between attempts to reopen a lost audio device.",
         minimum=0.5, maximum=600.0, restart=True,

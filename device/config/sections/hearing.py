@@ -114,6 +114,12 @@ class AsrConfig:
     grammar: tuple[str, ...] = setting(
         (), "Phrase list: recognise only these phrases (command devices). Empty: free speech.", restart=True
     )
+    process: str = setting(
+        "auto", "Where the recognizer decodes: worker (a child process, so decoding never holds the "
+        "daemon's GIL), inline (in the front end's thread) or auto (worker for pocketsphinx, whose "
+        "bindings hold the GIL while decoding; inline for vosk, which releases it).",
+        choices=("auto", "worker", "inline"), restart=True,
+    )
     low_confidence: float = setting(
         0.6, "A turn whose mean word confidence is below this is flagged low_confidence.",
         minimum=0.0, maximum=1.0,

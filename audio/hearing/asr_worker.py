@@ -1,0 +1,226 @@
+"""A recognizer in a worker process, so its decoding never holds this process's GIL.
+
+API::
+
+    engine = WorkerAsrEngine(functools.partial(PocketsphinxEngine, path, model_name=name))
+    session = engine.start()
+    session.accept(pcm)      # ships the audio; returns the newest partial that came back
+    session.finish()         # waits (without the GIL) for the final result
+    engine.close()           # ends the process
+
+pocketsphinx's bindings hold the GIL while they decode: 2-5 ms per 20 ms fed, 30-130 ms
+for the final pass, and several times that on a starved CPU. In-process, every Python
+thread waits through it: the VAD and the barge-in decision on the front-end thread,
+the event loop streaming the agent's reply, the duplex loop's hand-over. Here the
+decoder runs in a child process (``spawn``): :meth:`accept` only sends the period down a
+pipe and picks up whatever partial transcripts have come back (so a partial arrives a
+period or two later than in-process), and :meth:`finish` blocks in a pipe read, which
+releases the GIL.
+
+The engine is built in the child from a picklable factory (a class and its arguments).
+Failures come back as :class:`AsrError` with the child's message; a child that dies
+raises ``AsrError`` code ``asr_worker_died`` on the next call.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from edgevoice.audio.frames import Pcm
+from edgevoice.audio.hearing.asr import AsrEngine, AsrError, AsrResult, AsrSession
+
+_LOGGER = logging.getLogger(__name__)
+_START_TIMEOUT_S = 120.0
+
+EngineFactory = Callable[[], AsrEngine]
+
+
+def _serve(conn: Connection, factory: EngineFactory) -> None:
+    """The child: build the engine, then answer the parent's messages until it closes."""
+    try:
+        engine = factory()
+    except Exception as err:
+        conn.send(("error", 0, f"{type(err).__name__}: {err}"))
+        return
+    conn.send(("ok", (engine.name, engine.model_name, engine.language, engine.low_confidence,
+                      engine.grammar)))
+    session: AsrSession | None = None
+    sid = 0
+    try:
+        while True:
+            try:
+                message = conn.recv()
+            except EOFError:
+                break
+            kind = message[0]
+            try:
+                if kind == "accept":
+                    if session is not None and message[1] == sid:
+                        text = session.accept(np.frombuffer(message[2], np.int16))
+                        if text is not None:
+                            conn.send(("partial", sid, text))
+                elif kind == "start":
+                    if session is not None:
+                        session.cancel()
+                    sid, session = message[1], engine.start()
+                elif kind == "finish":
+                    result = session.finish() if session is not None and message[1] == sid else None
+                    session = None
+                    conn.send(("final", message[1], result))
+                elif kind == "cancel":
+                    if session is not None and message[1] == sid:
+                        session.cancel()
+                        session = None
+                elif kind == "grammar":
+                    engine.set_grammar(message[1])
+                    conn.send(("ok", engine.grammar))
+                elif kind == "warm":
+                    engine.warm_up(np.frombuffer(message[1], np.int16))
+                    conn.send(("ok", None))
+                elif kind == "close":
+                    break
+            except Exception as err:  # one failed call: report it, keep the engine
+                session = None
+                conn.send(("error", sid, f"{type(err).__name__}: {err}"))
+    finally:
+        engine.close()
+
+
+class WorkerAsrEngine(AsrEngine):
+    """An :class:`AsrEngine` whose decoding runs in a child process (module docstring)."""
+
+    def __init__(self, factory: EngineFactory) -> None:
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe()
+        self._conn = parent
+        self._process = context.Process(target=_serve, args=(child, factory), daemon=True,
+                                        name="edgevoice-asr")
+        self._process.start()
+        child.close()
+        self._sid = 0
+        self._session: _WorkerSession | None = None
+        if not parent.poll(_START_TIMEOUT_S):
+            self._process.kill()
+            raise AsrError(f"the recognizer process did not start within {_START_TIMEOUT_S:.0f} s",
+                           code="asr_worker_died")
+        name, model_name, language, low_confidence, grammar = self._reply()
+        super().__init__(model_name=model_name, language=language, low_confidence=low_confidence)
+        self.name = name
+        self._grammar: tuple[str, ...] = tuple(grammar)
+        _LOGGER.info("recognizer %s (%s) runs in worker process %d", name, model_name, self._process.pid)
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    @property
+    def grammar(self) -> tuple[str, ...]:
+        return self._grammar
+
+    def set_grammar(self, phrases: Sequence[str]) -> None:
+        self._send(("grammar", tuple(phrases)))
+        self._grammar = tuple(self._reply())
+
+    def start(self) -> AsrSession:
+        self._sid += 1
+        self._send(("start", self._sid))
+        self._session = _WorkerSession(self, self._sid)
+        return self._session
+
+    def warm_up(self, pcm: Pcm) -> None:
+        self._send(("warm", pcm.astype(np.int16, copy=False).tobytes()))
+        self._reply()
+
+    def close(self) -> None:
+        if self._process.is_alive():
+            try:
+                self._conn.send(("close",))
+            except OSError:
+                pass
+            self._process.join(5.0)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(1.0)
+        self._conn.close()
+
+    # --- the pipe ---------------------------------------------------------------------------
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        try:
+            self._conn.send(message)
+        except OSError as err:
+            raise self._died() from err
+
+    def _receive(self) -> tuple[Any, ...]:
+        """The next message (waits in a pipe read, without the GIL)."""
+        try:
+            message: tuple[Any, ...] = self._conn.recv()
+        except (EOFError, OSError) as err:
+            raise self._died() from err
+        return message
+
+    def _reply(self) -> Any:
+        """The answer to a call, skipping stale session messages."""
+        while True:
+            message = self._receive()
+            if message[0] == "ok":
+                return message[1]
+            if message[0] == "error" and message[1] in (0, self._sid):
+                raise AsrError(f"the recognizer failed: {message[2]}", code="asr_failed")
+
+    def _died(self) -> AsrError:
+        self._process.join(0.5)
+        return AsrError(f"the recognizer process ended (exit code {self._process.exitcode}); "
+                        "restart the daemon", code="asr_worker_died")
+
+
+class _WorkerSession(AsrSession):
+    def __init__(self, engine: WorkerAsrEngine, sid: int) -> None:
+        self._engine = engine
+        self._sid = sid
+        self._open = True
+
+    def accept(self, pcm: Pcm) -> str | None:
+        if not self._open:
+            raise AsrError("this recognition session is closed", code="asr_failed")
+        engine = self._engine
+        engine._send(("accept", self._sid, pcm.astype(np.int16, copy=False).tobytes()))
+        latest: str | None = None
+        while engine._conn.poll(0):
+            latest = self._take(engine._receive(), latest)
+        return latest
+
+    def finish(self) -> AsrResult:
+        if not self._open:
+            raise AsrError("this recognition session is closed", code="asr_failed")
+        self._open = False
+        engine = self._engine
+        engine._send(("finish", self._sid))
+        while True:
+            message = engine._receive()
+            if message[0] == "final" and message[1] == self._sid:
+                result: AsrResult | None = message[2]
+                if result is None:
+                    raise AsrError("the recognizer had no session to finish", code="asr_failed")
+                return result
+            self._take(message, None)
+
+    def cancel(self) -> None:
+        if self._open:
+            self._open = False
+            self._engine._send(("cancel", self._sid))
+
+    def _take(self, message: tuple[Any, ...], latest: str | None) -> str | None:
+        if message[0] == "partial" and message[1] == self._sid:
+            text: str = message[2]
+            return text
+        if message[0] == "error" and message[1] == self._sid:
+            self._open = False
+            raise AsrError(f"the recognizer failed: {message[2]}", code="asr_failed")
+        return latest
