@@ -36,6 +36,7 @@ from edgevoice.device.config.sections.echo import (
     AecConfig,
     BargeInConfig,
 )
+from edgevoice.device.config.sections.esphome import EsphomeConfig
 from edgevoice.device.config.sections.hearing import (
     AsrConfig,
     EndpointConfig,
@@ -65,6 +66,7 @@ __all__ = [
     "LlmConfig",
     "LocalConfig",
     "ModelsConfig",
+    "EsphomeConfig",
     "MqttConfig",
     "OllamaConfig",
     "OpenaiConfig",
@@ -91,6 +93,7 @@ class Config:
     homeassistant: HomeassistantConfig = section(HomeassistantConfig)
     local: LocalConfig = section(LocalConfig)
     mqtt: MqttConfig = section(MqttConfig)
+    esphome: EsphomeConfig = section(EsphomeConfig)
     gpio: GpioConfig = section(GpioConfig)
     conversation: ConversationConfig = section(ConversationConfig)
     models: ModelsConfig = section(ModelsConfig)
