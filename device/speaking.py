@@ -225,6 +225,44 @@ class ReplySpeaker:
             return self._finish(reply, ReplyStatus.FAILED, failure.as_dict())
         return self._finish(reply, ReplyStatus.COMPLETED, None)
 
+    async def play(self, audio: AsyncIterable[TtsAudio], utterance_id: str) -> ReplyOutcome:
+        """Play audio made elsewhere (Home Assistant's TTS, an announcement) as a reply:
+        the same events, play cursor and cancellation as :meth:`speak`. A chunk's text
+        (where it has one) is its sentence."""
+        self._loop = asyncio.get_running_loop()
+        if utterance_id in self._active:
+            raise ValueError(f"utterance {utterance_id!r} is already being spoken")
+        reply = _Reply(utterance_id, time.monotonic())
+        self._active[utterance_id] = reply
+        error: BaseException | None = None
+        try:
+            try:
+                async for chunk in audio:
+                    now = time.monotonic()
+                    if reply.first_delta is None:
+                        reply.first_delta = now
+                    sentence = _Sentence(chunk.text, len(reply.sentences), now, now)
+                    reply.sentences.append(sentence)
+                    self._queue(reply, sentence, chunk, None, bool(chunk.text))
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:  # the source failed: play what is queued
+                error = err
+                _LOGGER.warning("playing %s failed: %s", utterance_id, err)
+            reply.all_queued = True
+            await self._wait_played(reply)
+        except asyncio.CancelledError:
+            self.speaker.drop(utterance_id)
+            self._finish(reply, ReplyStatus.INTERRUPTED, None)
+            raise
+        finally:
+            self._active.pop(utterance_id, None)
+        if error is not None:
+            failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(
+                f"the audio could not be played: {error}")
+            return self._finish(reply, ReplyStatus.FAILED, failure.as_dict())
+        return self._finish(reply, ReplyStatus.COMPLETED, None)
+
     # --- the pipeline --------------------------------------------------------------------------
 
     async def _read(self, deltas: AsyncIterable[str], out: asyncio.Queue[object], reply: _Reply) -> None:
@@ -298,7 +336,8 @@ class ReplySpeaker:
 
     def _finish(self, reply: _Reply, status: ReplyStatus, error: dict[str, str] | None) -> ReplyOutcome:
         heard = heard_text(self.speaker.progress(reply.utterance_id))
-        spoken = " ".join(s.text for s in reply.sentences if any(seg is s for seg, _ in reply.segments))
+        spoken = " ".join(s.text for s in reply.sentences
+                          if s.text and any(seg is s for seg, _ in reply.segments))
         outcome = ReplyOutcome(reply.utterance_id, status, spoken, heard,
                                reply.timings(time.monotonic()), error)
         self.last_outcome = outcome

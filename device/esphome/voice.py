@@ -197,11 +197,12 @@ class VoiceBridge:
         self._streaming.set()
 
     def turn_ended(self, turn_id: str) -> None:
-        """The device's endpointer ended the turn: stop the microphone, let HA finish STT."""
+        """The device's endpointer ended the turn: stop the microphone, let HA finish STT
+        (the audio's ``end``: HA ends its stream and goes on; a stop request would abort)."""
         run = self._run
         if run is not None and run.turn_id == turn_id and run.streaming:
             self._stop_streaming(run)
-            self._out(make("VoiceAssistantRequest", start=False))
+            self._out(make("VoiceAssistantAudio", end=True))
 
     def turn_abandoned(self, turn_id: str) -> None:
         """Nothing was said after the wake word: abort HA's run."""
@@ -250,11 +251,8 @@ class VoiceBridge:
                 # With the SPEAKER feature HA streams the audio right after tts-end; a
                 # client that does not stream gets its URL fetched.
                 url = str(value)
-                try:
-                    pending = await asyncio.wait_for(run.items.get(), STREAM_WAIT_S)
-                except TimeoutError:
-                    pending = None
-                if pending is not None and pending[0] in ("stream-start", "audio"):
+                pending = await self._stream_follows(run)
+                if pending is not None:
                     continue
                 async for piece in media.fetch_audio(url, run.tts_text):
                     yield piece
@@ -266,6 +264,23 @@ class VoiceBridge:
                 raise PipelineError(code, message)
             elif kind == "superseded":
                 return
+
+    @staticmethod
+    async def _stream_follows(run: _Run) -> tuple[str, Any] | None:
+        """After tts-end: HA's stream start (or first audio) if it comes within
+        STREAM_WAIT_S (run-end, which HA sends in between, is passed over)."""
+        deadline = time.monotonic() + STREAM_WAIT_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                item = await asyncio.wait_for(run.items.get(), left)
+            except TimeoutError:
+                return None
+            if item[0] in ("stream-start", "audio"):
+                return item
+            if item[0] in ("error", "superseded"):
+                run.items.put_nowait(item)
+                return None
+        return None
 
     def _stop_streaming(self, run: _Run) -> None:
         run.streaming = False

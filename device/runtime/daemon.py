@@ -106,6 +106,7 @@ class Daemon(DeviceActions):
         self.conversation: Conversation | None = None
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
+        self.esphome: Any = None
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
 
@@ -175,6 +176,8 @@ class Daemon(DeviceActions):
         self._open_gpio(loop)
         self.duplex.start(loop)  # opens the devices; a wrong name raises here
         self._install_signals(loop)
+        if config.esphome.enabled:  # serving before READY=1: HA may connect at once
+            await self._start_esphome()
         self.ready.set()
         self.notifier.ready(f"listening ({config.listen.mode})")
         self.bus.emit(
@@ -213,6 +216,9 @@ class Daemon(DeviceActions):
         if self.mqtt is not None:
             with contextlib.suppress(Exception):
                 await self.mqtt.stop()
+        if self.esphome is not None:
+            with contextlib.suppress(Exception):
+                await self.esphome.stop()
         if self.conversation is not None:
             await self.conversation.close()
         if self.duplex is not None:
@@ -317,6 +323,25 @@ class Daemon(DeviceActions):
         self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus,
                                FleetCommands(self), self.telemetry)
         await self.mqtt.start()
+
+    # --- ESPHome native API (Home Assistant's Assist satellite) --------------------------
+
+    async def _start_esphome(self) -> None:
+        from edgevoice.device.esphome.host import DaemonSatellite
+        from edgevoice.device.esphome.server import EsphomeSurface
+        from edgevoice.device.esphome.voice import BridgeSettings, VoiceBridge
+
+        assert self.conversation is not None
+        section = self.config.esphome
+        host = DaemonSatellite(self)
+        bridge = VoiceBridge(self.bus, host, BridgeSettings(section.timer_ring_s, section.stop_phrases,
+                                                            section.continue_delay_s))
+        # While HA is subscribed its pipeline answers the turns; otherwise the [llm] agent.
+        self.conversation.remote = bridge
+        self.conversation.front.taps.append(bridge.tap)
+        self.esphome = EsphomeSurface(section, device_id=self.device_id, device_name=self.config.device.name,
+                                      version=__version__, control=host, bus=self.bus, bridge=bridge)
+        await self.esphome.start()
 
     def telemetry(self) -> Mapping[str, Any]:
         data: dict[str, Any] = {}

@@ -42,15 +42,15 @@ class EsphomeConfig:
     )
     timer_ring_s: float = setting(
         300.0, "A finished timer rings until 'stop' is said or the button is pressed, at most "
-        "this long.", minimum=1.0, maximum=3600.0,
+        "this long.", minimum=1.0, maximum=3600.0, restart=True,
     )
     stop_phrases: tuple[str, ...] = setting(
         ("stop",), "Words that stop a ringing timer (heard by the device's own recognizer; no "
-        "wake word needed while it rings).",
+        "wake word needed while it rings).", restart=True,
     )
     continue_delay_s: float = setting(
         0.3, "After a reply Home Assistant continues, wait this long before listening again "
-        "(the reply's echo dies away).", minimum=0.0, maximum=5.0,
+        "(the reply's echo dies away).", minimum=0.0, maximum=5.0, restart=True,
     )
 
     def problems(self) -> list[tuple[str, str]]:
