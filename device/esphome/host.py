@@ -33,7 +33,7 @@ def ring_pcm(level: float = 0.3) -> Pcm:
     fade = np.minimum(1.0, np.minimum(t, t[::-1]) / 0.01)
     beep = (np.sin(2 * np.pi * 1320 * t) + 0.5 * np.sin(2 * np.pi * 1760 * t)) / 1.5 * fade
     gap = np.zeros(int(0.08 * SAMPLE_RATE))
-    wave = np.concatenate([beep, gap, beep, gap, beep, np.zeros(int(0.3 * SAMPLE_RATE))])
+    wave = np.concatenate([beep, gap, beep, gap, beep, np.zeros(int(0.9 * SAMPLE_RATE))])
     return np.round(wave * level * 32767).astype(np.int16)
 
 

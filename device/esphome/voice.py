@@ -67,7 +67,8 @@ FEATURES = (FEATURE_VOICE_ASSISTANT | FEATURE_SPEAKER | FEATURE_API_AUDIO | FEAT
 SUBSCRIBE_API_AUDIO = 1
 PRE_ROLL_S = 2.0
 STREAM_WAIT_S = 1.0  # after tts-end, how long to wait for HA to start streaming the audio
-RING_PERIOD_S = 1.6
+RING_POLL_S = 0.1
+RING_FOLLOW_UP_S = 3.0
 
 
 class PipelineError(EdgeVoiceError):
@@ -443,10 +444,10 @@ class VoiceBridge:
                 if time.monotonic() - started >= self.settings.timer_ring_s:
                     self.stop_timers("timeout")
                     return
-                self.host.play_ring()
+                self.host.play_ring()  # again once the last ring has played
                 # While it rings, speech opens a turn without the wake word (for "stop").
-                self.host.open_follow_up(RING_PERIOD_S * 2)
-                await asyncio.sleep(RING_PERIOD_S)
+                self.host.open_follow_up(RING_FOLLOW_UP_S)
+                await asyncio.sleep(RING_POLL_S)
         finally:
             self.host.stop_ring()
 
