@@ -403,10 +403,15 @@ class VoiceBridge:
         self._announcements[utterance] = start_conversation
 
         async def audio() -> AsyncIterator[TtsAudio]:
-            for url in (preannounce, media_id):
-                if url:
-                    async for piece in media.fetch_audio(url, text if url == media_id else ""):
+            if preannounce:
+                try:  # the chime before it: the announcement goes on without one
+                    async for piece in media.fetch_audio(preannounce):
                         yield piece
+                except media.MediaError as err:
+                    _LOGGER.warning("the announcement's chime was not played: %s", err)
+            if media_id:
+                async for piece in media.fetch_audio(media_id, text):
+                    yield piece
 
         self._spawn(self.host.announce(audio(), text, utterance))
 
