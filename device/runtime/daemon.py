@@ -54,6 +54,7 @@ LED_FOR_STATE = {
     State.MUTED: LedPattern.MUTED,
 }
 RESTART_EXIT_CODE = 75  # EX_TEMPFAIL: systemd's Restart=on-failure starts us again
+VOLUME_SAVE_DELAY_S = 1.0  # a volume set from outside is saved once the slider rests
 
 
 def conversation_settings(config: Config) -> ConversationSettings:
@@ -108,6 +109,8 @@ class Daemon(DeviceActions):
         self.mqtt: Any = None
         self.esphome: Any = None
         self._agent_swap: asyncio.Future[None] | None = None
+        self._volume_save: asyncio.TimerHandle | None = None
+        self._volume_to_save: float | None = None
         self.ready = asyncio.Event()
 
     # --- life cycle -------------------------------------------------------------------
@@ -211,6 +214,10 @@ class Daemon(DeviceActions):
 
     async def _shutdown(self) -> None:
         self.notifier.stopping()
+        if self._volume_save is not None:  # a volume set just before the stop is kept
+            self._volume_save.cancel()
+            with contextlib.suppress(Exception):
+                await self._save_volume()
         for task in list(self._in_flight):
             await cancel_task(task)
         if self.mqtt is not None:
@@ -359,7 +366,32 @@ class Daemon(DeviceActions):
         assert self.speaker is not None
         self.speaker.volume = level
         self.bus.emit(EventType.VOLUME_CHANGED, level=self.speaker.volume)
+        self._save_volume_soon(self.speaker.volume)
         return self.speaker.volume
+
+    def _save_volume_soon(self, level: float) -> None:
+        """A volume set from outside (HA, MQTT, a tool) survives a restart: it is written to
+        the config file as ``audio.volume`` once it has rested for VOLUME_SAVE_DELAY_S."""
+        if self._volume_save is not None:
+            self._volume_save.cancel()
+        self._volume_to_save = round(level, 3)
+        loop = asyncio.get_running_loop()
+        self._volume_save = loop.call_later(VOLUME_SAVE_DELAY_S, lambda: self._spawn(self._save_volume()))
+
+    async def _save_volume(self) -> None:
+        from dataclasses import replace
+
+        self._volume_save = None
+        level = self._volume_to_save
+        if level is None or abs(self.config.audio.volume - level) < 1e-9:
+            return
+        # The running config takes the level first, so saving it changes nothing live (the
+        # speaker may be muted meanwhile: that stays).
+        self.config = replace(self.config, audio=replace(self.config.audio, volume=level))
+        try:
+            await self.set_config({"audio": {"volume": level}})
+        except Exception as err:
+            _LOGGER.warning("the volume could not be saved (%s); it lasts until a restart", err)
 
     async def end_conversation(self) -> None:
         if self.conversation is not None:

@@ -160,3 +160,7 @@ async def test_volume_and_mute_from_the_client(tmp_path: Path) -> None:
         player, switch = seen[KEYS[MEDIA_PLAYER]], seen[KEYS[MIC_MUTE]]
         assert player.muted and abs(player.volume - 0.3) < 1e-3 and switch.state  # type: ignore[attr-defined]
         assert device.daemon.speaker.volume == 0.0  # muted speaker
+    # The volume HA set survives a restart (the speaker's mute does not touch it).
+    assert "volume = 0.3" in (tmp_path / "config.toml").read_text()
+    async with running_device(tmp_path, satellite(free_port())) as again:
+        assert again.daemon.speaker is not None and abs(again.daemon.speaker.volume - 0.3) < 1e-6
