@@ -171,11 +171,10 @@ class EsphomeSurface:
         return self.control.view()
 
     def _on_event(self, event: Event) -> None:
-        if event.type in STATE_EVENTS and any(s.wants_states for s in self.sessions):
-            if self._state_push is None:
-                loop = asyncio.get_running_loop()
-                # Coalesce a burst (a turn's state changes) into one push.
-                self._state_push = loop.call_later(0.05, self._push_states)
+        if (event.type in STATE_EVENTS and self._state_push is None
+                and any(s.wants_states for s in self.sessions)):
+            # Coalesce a burst (a turn's state changes) into one push.
+            self._state_push = asyncio.get_running_loop().call_later(0.05, self._push_states)
 
     def _push_states(self) -> None:
         self._state_push = None

@@ -129,37 +129,37 @@ class ApiSession:
             _LOGGER.debug("%s: %s is not handled here", self.peer, kind)
         return []
 
-    def _on_HelloRequest(self, m: Any) -> list[Message]:  # noqa: N802 (the message's name)
+    def _on_HelloRequest(self, m: Any) -> list[Message]:
         _LOGGER.info("API client %s connected (%s, API %d.%d)", self.peer, m.client_info,
                      m.api_version_major, m.api_version_minor)
         return [make("HelloResponse", api_version_major=API_VERSION[0], api_version_minor=API_VERSION[1],
                      server_info=f"edgevoice {self.surface.version}", name=self.surface.node_name)]
 
-    def _on_AuthenticationRequest(self, m: Any) -> list[Message]:  # noqa: N802
+    def _on_AuthenticationRequest(self, m: Any) -> list[Message]:
         return [make("AuthenticationResponse", invalid_password=False)]
 
-    def _on_ConnectRequest(self, m: Any) -> list[Message]:  # noqa: N802 (older definitions)
+    def _on_ConnectRequest(self, m: Any) -> list[Message]:
         return [make("ConnectResponse", invalid_password=False)]
 
-    def _on_DisconnectRequest(self, m: Any) -> list[Message]:  # noqa: N802
+    def _on_DisconnectRequest(self, m: Any) -> list[Message]:
         self.send([make("DisconnectResponse")])
         self._closing = True
         return []
 
-    def _on_PingRequest(self, m: Any) -> list[Message]:  # noqa: N802
+    def _on_PingRequest(self, m: Any) -> list[Message]:
         return [make("PingResponse")]
 
-    def _on_DeviceInfoRequest(self, m: Any) -> list[Message]:  # noqa: N802
+    def _on_DeviceInfoRequest(self, m: Any) -> list[Message]:
         return [self.surface.device_info()]
 
-    def _on_ListEntitiesRequest(self, m: Any) -> list[Message]:  # noqa: N802
+    def _on_ListEntitiesRequest(self, m: Any) -> list[Message]:
         return [*entities.list_entities(), make("ListEntitiesDoneResponse")]
 
-    def _on_SubscribeStatesRequest(self, m: Any) -> list[Message]:  # noqa: N802
+    def _on_SubscribeStatesRequest(self, m: Any) -> list[Message]:
         self.wants_states = True
         return entities.states(self.surface.view())
 
-    def _on_SubscribeVoiceAssistantRequest(self, m: Any) -> list[Message]:  # noqa: N802
+    def _on_SubscribeVoiceAssistantRequest(self, m: Any) -> list[Message]:
         if m.subscribe:
             self.surface.bridge.subscribe(self.send, int(m.flags))
         else:

@@ -152,7 +152,8 @@ class VoiceBridge:
         self._loop = asyncio.get_running_loop()
         self._send = send
         _LOGGER.info("Home Assistant subscribed to the voice assistant: its pipeline answers now")
-        self.bus.emit(EventType.ESPHOME_CLIENT, status="subscribed", api_audio=bool(flags & SUBSCRIBE_API_AUDIO))
+        self.bus.emit(EventType.ESPHOME_CLIENT, status="subscribed",
+                      api_audio=bool(flags & SUBSCRIBE_API_AUDIO))
 
     def unsubscribe(self, send: Callable[[list[Message]], None]) -> None:
         if self._send is not send:
@@ -178,7 +179,8 @@ class VoiceBridge:
 
     # --- the conversation's hooks (RemotePipeline) ------------------------------------------
 
-    def turn_started(self, turn_id: str, *, wake_word: str | None = None, onset_s: float | None = None) -> None:
+    def turn_started(self, turn_id: str, *, wake_word: str | None = None,
+                     onset_s: float | None = None) -> None:
         """A turn opened: unless a timer rings (then the turn is the device's own, for
         "stop"), ask HA for a pipeline and stream the microphone from the onset."""
         if self.timers.is_ringing or not self.active:
@@ -187,8 +189,10 @@ class VoiceBridge:
         if previous is not None:
             previous.items.put_nowait(("superseded", None))
         self._run = _Run(turn_id)
+        # HA takes the phrase ("Okay Nabu"), as ESPHome firmware sends it, not the model's name.
+        phrase = dict(self.host.wake_words()[0]).get(wake_word, wake_word) if wake_word else ""
         self._out(make("VoiceAssistantRequest", start=True, conversation_id=self._conversation_id,
-                       flags=0, wake_word_phrase=wake_word or "",
+                       flags=0, wake_word_phrase=phrase,
                        audio_settings=make("VoiceAssistantAudioSettings", noise_suppression_level=0,
                                            auto_gain=0, volume_multiplier=1.0)))
         if onset_s is not None:
@@ -329,7 +333,8 @@ class VoiceBridge:
         elif kind == "VoiceAssistantSetConfiguration":
             for model in list(m.active_wake_words)[:1]:
                 if not self.host.set_wake_word(model):
-                    _LOGGER.warning("Home Assistant chose wake word %r, which this device does not have", model)
+                    _LOGGER.warning("Home Assistant chose wake word %r, which this device does not have",
+                                    model)
         return []
 
     def configuration(self) -> Message:

@@ -21,7 +21,6 @@ from typing import Any
 from edgevoice import __version__
 from edgevoice.device.mqtt.topics import Topics
 
-
 MUTE_ICONS = {False: "mdi:microphone", True: "mdi:microphone-off"}
 ORIGIN = {"name": "edgevoice", "sw_version": __version__,
           "support_url": "https://github.com/edgevoice/edgevoice"}
@@ -125,7 +124,8 @@ def discovery_messages(
     return out
 
 
-def mute_switch(topics: Topics, *, discovery_prefix: str, name: str, mic_muted: bool) -> tuple[str, dict[str, Any]]:
+def mute_switch(topics: Topics, *, discovery_prefix: str, name: str,
+                mic_muted: bool) -> tuple[str, dict[str, Any]]:
     """The mute switch's config with the icon of ``mic_muted`` (published on each change)."""
     messages = discovery_messages(topics, discovery_prefix=discovery_prefix, name=name, mic_muted=mic_muted)
     return next(m for m in messages if m[0].endswith("/mic_mute/config"))

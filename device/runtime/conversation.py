@@ -577,7 +577,8 @@ class Conversation:
                           message="the reply failed unexpectedly; see the log")
             await self.feed(Input.REPLY_FAILED)
 
-    async def _reply(self, turn: Turn, deltas: AsyncIterable[Any], *, record: bool, audio: bool = False) -> None:
+    async def _reply(self, turn: Turn, deltas: AsyncIterable[Any], *, record: bool,
+                     audio: bool = False) -> None:
         if audio:  # audio made elsewhere (Home Assistant's TTS, an announcement)
             outcome = await self.replies.play(deltas, turn.timeline.turn_id)
         else:

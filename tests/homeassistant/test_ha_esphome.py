@@ -53,7 +53,8 @@ async def test_home_assistant_adopts_the_device_and_announces_on_it(tmp_path: Pa
         satellite = None
         deadline = time.monotonic() + 60
         while satellite is None and time.monotonic() < deadline:
-            satellite = next((s for s in await ha.states() if s["entity_id"].startswith("assist_satellite.")), None)
+            satellite = next((s for s in await ha.states()
+                              if s["entity_id"].startswith("assist_satellite.")), None)
             await asyncio.sleep(0.5)
         assert satellite is not None, "no assist_satellite entity"
         assert satellite["state"] == "idle"
@@ -77,6 +78,7 @@ async def test_home_assistant_adopts_the_device_and_announces_on_it(tmp_path: Pa
     # all-zero key HA sends to learn the device's name) are logged by aioesphomeapi as it
     # does for any encrypted ESPHome device; from adoption on, nothing about the device.
     probes = ("Connection requires encryption", "Invalid encryption key: received_name=edgevoice-test")
-    during_flow = [line for line in lines[:adopted_at] if about_us(line) and not any(p in line for p in probes)]
+    during_flow = [line for line in lines[:adopted_at]
+                   if about_us(line) and not any(p in line for p in probes)]
     after = [line for line in lines[adopted_at:] if about_us(line)]
     assert not during_flow and not after, "\n".join(during_flow + after)

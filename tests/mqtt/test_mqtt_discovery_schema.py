@@ -23,7 +23,8 @@ def render(template: str, payload: dict[str, object]) -> str:
 
 
 def configs() -> dict[str, dict[str, object]]:
-    return {t.split("/")[-2]: p for t, p in discovery_messages(TOPICS, discovery_prefix="homeassistant", name="Kitchen")}
+    messages = discovery_messages(TOPICS, discovery_prefix="homeassistant", name="Kitchen")
+    return {t.split("/")[-2]: p for t, p in messages}
 
 
 def test_discovery_uses_default_entity_id_origin_and_categories() -> None:

@@ -107,8 +107,9 @@ async def running_home_assistant(tmp_path: Path, port: int) -> AsyncIterator[Hom
     url = f"http://127.0.0.1:{port}"
     (config_dir / "configuration.yaml").write_text(CONFIG.format(url=url, port=port))
     log = (config_dir / "stdout.log").open("w")
-    process = subprocess.Popen([str(python), "-m", "homeassistant", "-c", str(config_dir), "--skip-pip"],
-                               stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(  # noqa: ASYNC220 (started once; it runs beside the test)
+        [str(python), "-m", "homeassistant", "-c", str(config_dir), "--skip-pip"],
+        stdout=log, stderr=subprocess.STDOUT)
     ha = HomeAssistant(url, config_dir)
     try:
         deadline = time.monotonic() + 300
@@ -116,7 +117,8 @@ async def running_home_assistant(tmp_path: Path, port: int) -> AsyncIterator[Hom
             assert process.poll() is None, f"Home Assistant exited: {(config_dir / 'stdout.log').read_text()}"
             assert time.monotonic() < deadline, "Home Assistant did not start within 300 s"
             try:
-                async with aiohttp.ClientSession() as session, session.get(f"{url}/api/onboarding") as response:
+                async with aiohttp.ClientSession() as session, \
+                        session.get(f"{url}/api/onboarding") as response:
                     if response.status == 200:
                         break
             except aiohttp.ClientError:
