@@ -95,8 +95,11 @@ async def test_an_announcement_that_starts_a_conversation_plays_then_listens(tmp
 
     chime = tmp_path / "announce.wav"
     write_wav(chime, voice("hello there"), 16000)
+    async def send_chime(_: web.Request) -> web.FileResponse:
+        return web.FileResponse(chime)
+
     app = web.Application()
-    app.router.add_get("/announce.wav", lambda _: web.FileResponse(chime))
+    app.router.add_get("/announce.wav", send_chime)
     port = free_port()
     async with (serve(app) as base, running_device(tmp_path, satellite(port)) as device,
                 home_assistant(port) as ha):
