@@ -68,6 +68,7 @@ SUBSCRIBE_API_AUDIO = 1
 PRE_ROLL_S = 2.0
 STREAM_WAIT_S = 1.0  # after tts-end, how long to wait for HA to start streaming the audio
 RING_POLL_S = 0.1
+COUNTDOWN_S = 1.0
 RING_FOLLOW_UP_S = 3.0
 
 
@@ -139,6 +140,7 @@ class VoiceBridge:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ring_task: asyncio.Task[None] | None = None
+        self._countdown_task: asyncio.Task[None] | None = None
         self._unsubscribe = bus.subscribe(self._on_bus)
 
     # --- adoption -------------------------------------------------------------------------
@@ -168,10 +170,9 @@ class VoiceBridge:
 
     def close(self) -> None:
         self._unsubscribe()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._ring_task is not None:
-            self._ring_task.cancel()
+        for task in [*self._tasks, self._ring_task, self._countdown_task]:
+            if task is not None:
+                task.cancel()
 
     def _out(self, *messages: Message) -> None:
         if self._send is not None:
@@ -444,8 +445,16 @@ class VoiceBridge:
         self.bus.emit(EventType.TIMER, event=str(event), timer_id=timer.timer_id, name=timer.name,
                       total_s=timer.total_s, left_s=timer.left_s)
         self.host.show_timer(self.timers.fraction_left(now))
+        if self.timers.timers and (self._countdown_task is None or self._countdown_task.done()):
+            self._countdown_task = asyncio.ensure_future(self._countdown())
         if event is TimerEvent.FINISHED and (self._ring_task is None or self._ring_task.done()):
             self._ring_task = asyncio.ensure_future(self._ring())
+
+    async def _countdown(self) -> None:
+        """The LED ring's countdown, once a second while a timer runs."""
+        while self.timers.timers:
+            await asyncio.sleep(COUNTDOWN_S)
+            self.host.show_timer(self.timers.fraction_left(time.monotonic()))
 
     async def _ring(self) -> None:
         started = time.monotonic()

@@ -469,7 +469,9 @@ class Conversation:
         self._turn = None
         if not turn.accepted:
             return
-        if self._remote_active() and discarded.reason == "no_words":
+        remote = self.remote
+        if (remote is not None and remote.active and discarded.reason == "no_words"
+                and remote.handles(turn.timeline.turn_id)):
             # Home Assistant recognizes the words: a turn our recognizer found empty is
             # still its to answer.
             self._turn = turn

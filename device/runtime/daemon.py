@@ -287,9 +287,10 @@ class Daemon(DeviceActions):
         self._closers.append(self._ring.close)
 
     def _on_button(self, event: ButtonEvent, data: dict[str, Any]) -> None:
-        self.bus.emit(str(event), **data)
+        ringing = self.esphome is not None and self.esphome.bridge.timers.is_ringing
+        self.bus.emit(str(event), **data)  # a press stops a ringing timer (the ESPHome bridge)
         conversation = self.conversation
-        if conversation is None:
+        if conversation is None or (ringing and event is ButtonEvent.PRESSED):
             return
         if event is ButtonEvent.PRESSED:
             self._spawn(conversation.button_pressed())
