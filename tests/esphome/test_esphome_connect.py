@@ -100,11 +100,13 @@ async def surface(key: str = "", max_clients: int = 2) -> AsyncIterator[tuple[Es
         await server.stop()
 
 
-@pytest.mark.parametrize("key", ["", KEY], ids=["plaintext", "noise"])
-async def test_connect_device_info_and_entities(key: str) -> None:
+@pytest.mark.parametrize(("key", "login"), [("", True), ("", False), (KEY, True), (KEY, False)],
+                         ids=["plaintext", "plaintext-no-login", "noise", "noise-no-login"])
+async def test_connect_device_info_and_entities(key: str, login: bool) -> None:
+    # login=False: the newer flow, a hello and nothing else (no password request).
     async with surface(key) as (server, _):
         client = APIClient("127.0.0.1", server.port, None, noise_psk=key or None)
-        await client.connect(login=True)
+        await client.connect(login=login)
         try:
             info = await client.device_info()
             assert info.name == "kitchen-satellite" and info.friendly_name == "Kitchen"
