@@ -84,6 +84,8 @@ class ApiSession:
             _LOGGER.warning("API client %s: %s; closing", self.peer, err)
         except (asyncio.IncompleteReadError, ConnectionError, TimeoutError):
             _LOGGER.debug("API client %s went away", self.peer)
+        except Exception:  # a bug answering one client must not take the surface down
+            _LOGGER.exception("API client %s: answering failed; closing its connection", self.peer)
         finally:
             self.surface.bridge.unsubscribe(self.send)
             await self.close()
