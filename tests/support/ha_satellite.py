@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from aioesphomeapi import APIClient, VoiceAssistantEventType
 
+from edgevoice.audio.room import SimulatedRoom
+
 E = VoiceAssistantEventType
 
 
@@ -70,9 +72,13 @@ class FakeHomeAssistant:
     async def next_run(self, timeout_s: float = 60.0) -> PipelineRun:
         return await asyncio.wait_for(self.runs.get(), timeout_s)
 
-    def answer(self, text: str, reply_text: str, reply: np.ndarray, *, continue_conversation: bool = False,
-               url: str = "http://127.0.0.1:1/unused.wav", chunk: int = 1024) -> None:
-        """The pipeline events of one run and its TTS audio, in HA's order."""
+    async def answer(self, text: str, reply_text: str, reply: np.ndarray, *,
+                     continue_conversation: bool = False,
+                     url: str = "http://127.0.0.1:1/unused.wav", chunk: int = 1024,
+                     room: SimulatedRoom | None = None) -> None:
+        """The pipeline events of one run and its TTS audio, in HA's order. With ``room``,
+        the audio is paced as HA paces it (0.9 of real time) on the room's clock, so the
+        reply lasts its length in audio time however fast the virtual room runs."""
         send = self.client.send_voice_assistant_event
         send(E.VOICE_ASSISTANT_RUN_START, {})
         send(E.VOICE_ASSISTANT_STT_START, {})
@@ -87,7 +93,11 @@ class FakeHomeAssistant:
         send(E.VOICE_ASSISTANT_RUN_END, {})
         send(E.VOICE_ASSISTANT_TTS_STREAM_START, {})
         data = reply.astype("<i2").tobytes()
+        start = room.now_s if room is not None else 0.0
         for i in range(0, len(data), chunk * 2):
+            if room is not None:
+                while room.now_s < start + 0.9 * (i // 2) / 16000:  # noqa: ASYNC110 (the room's clock)
+                    await asyncio.sleep(0.002)
             self.client.send_voice_assistant_audio(data[i:i + chunk * 2])
         send(E.VOICE_ASSISTANT_TTS_STREAM_END, {})
 
