@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -191,75 +191,71 @@ class ReplySpeaker:
         Cancelling the task stops TTS, drops the reply from the speaker, emits
         ``reply.done`` interrupted (``last_outcome`` holds it) and re-raises.
         """
-        self._loop = asyncio.get_running_loop()
-        if utterance_id in self._active:
-            raise ValueError(f"utterance {utterance_id!r} is already being spoken")
-        reply = _Reply(utterance_id, time.monotonic())
-        self._active[utterance_id] = reply
+        reply = self._begin(utterance_id)
         sentences: asyncio.Queue[object] = asyncio.Queue()
         reader = asyncio.create_task(self._read(deltas, sentences, reply), name=f"reply-read-{utterance_id}")
-        error: BaseException | None = None
-        try:
-            try:
-                await self._synthesize(sentences, reply)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:  # agent stream or TTS failed: play what is queued
-                error = err
-                _LOGGER.warning("reply %s failed: %s", utterance_id, err)
-            reply.all_queued = True
-            await self._wait_played(reply)
-        except asyncio.CancelledError:
-            self.speaker.drop(utterance_id)
-            self._finish(reply, ReplyStatus.INTERRUPTED, None)
-            raise
-        finally:
+
+        async def cleanup() -> None:
             await _stop_task(reader)
-            self._active.pop(utterance_id, None)
             # Memory: shrink what a long chunk grew in the TTS engine, on its worker after
             # the reply (docs/runtime.md "Memory"); the next reply's first audio is not slower.
             self.synthesizer.release_memory(then=release_memory)
-        if error is not None:
-            failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(
-                f"the reply could not be spoken: {error}")
-            return self._finish(reply, ReplyStatus.FAILED, failure.as_dict())
-        return self._finish(reply, ReplyStatus.COMPLETED, None)
+
+        # agent stream or TTS failed: what is queued still plays
+        return await self._deliver(reply, self._synthesize(sentences, reply), cleanup,
+                                   "the reply could not be spoken")
 
     async def play(self, audio: AsyncIterable[TtsAudio], utterance_id: str) -> ReplyOutcome:
         """Play audio made elsewhere (Home Assistant's TTS, an announcement) as a reply:
         the same events, play cursor and cancellation as :meth:`speak`. A chunk's text
         (where it has one) is its sentence."""
+        reply = self._begin(utterance_id)
+
+        async def queue_all() -> None:
+            async for chunk in audio:
+                now = time.monotonic()
+                if reply.first_delta is None:
+                    reply.first_delta = now
+                sentence = _Sentence(chunk.text, len(reply.sentences), now, now)
+                reply.sentences.append(sentence)
+                self._queue(reply, sentence, chunk, None, bool(chunk.text))
+
+        return await self._deliver(reply, queue_all(), None, "the audio could not be played")
+
+    def _begin(self, utterance_id: str) -> _Reply:
         self._loop = asyncio.get_running_loop()
         if utterance_id in self._active:
             raise ValueError(f"utterance {utterance_id!r} is already being spoken")
         reply = _Reply(utterance_id, time.monotonic())
         self._active[utterance_id] = reply
+        return reply
+
+    async def _deliver(self, reply: _Reply, produce: Coroutine[Any, Any, None],
+                       cleanup: Callable[[], Awaitable[None]] | None, failed: str) -> ReplyOutcome:
+        """Await ``produce`` (it queues the reply's audio), then until all of it was heard.
+        A failing source still lets what is queued play (then ``failed``); cancelling drops
+        the reply from the speaker, emits ``reply.done`` interrupted and re-raises."""
         error: BaseException | None = None
         try:
             try:
-                async for chunk in audio:
-                    now = time.monotonic()
-                    if reply.first_delta is None:
-                        reply.first_delta = now
-                    sentence = _Sentence(chunk.text, len(reply.sentences), now, now)
-                    reply.sentences.append(sentence)
-                    self._queue(reply, sentence, chunk, None, bool(chunk.text))
+                await produce
             except asyncio.CancelledError:
                 raise
-            except Exception as err:  # the source failed: play what is queued
+            except Exception as err:
                 error = err
-                _LOGGER.warning("playing %s failed: %s", utterance_id, err)
+                _LOGGER.warning("reply %s failed: %s", reply.utterance_id, err)
             reply.all_queued = True
             await self._wait_played(reply)
         except asyncio.CancelledError:
-            self.speaker.drop(utterance_id)
+            self.speaker.drop(reply.utterance_id)
             self._finish(reply, ReplyStatus.INTERRUPTED, None)
             raise
         finally:
-            self._active.pop(utterance_id, None)
+            if cleanup is not None:
+                await cleanup()
+            self._active.pop(reply.utterance_id, None)
         if error is not None:
-            failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(
-                f"the audio could not be played: {error}")
+            failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(f"{failed}: {error}")
             return self._finish(reply, ReplyStatus.FAILED, failure.as_dict())
         return self._finish(reply, ReplyStatus.COMPLETED, None)
 

@@ -20,6 +20,7 @@ from google.protobuf.message import Message
 
 from edgevoice.device.config.sections.esphome import EsphomeConfig, decode_key
 from edgevoice.device.esphome import entities
+from edgevoice.device.esphome.background import Background
 from edgevoice.device.esphome.entities import Command, CommandKind, DeviceView
 from edgevoice.device.esphome.messages import make
 from edgevoice.device.esphome.session import ApiSession
@@ -87,7 +88,7 @@ class EsphomeSurface:
         self.sessions: set[ApiSession] = set()
         self._server: asyncio.Server | None = None
         self._zeroconf: Any = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._background = Background("an ESPHome API command")
         self._state_push: asyncio.TimerHandle | None = None
         self._unsubscribe = bus.subscribe(self._on_event)
 
@@ -132,8 +133,7 @@ class EsphomeSurface:
             self._server.close()
         for session in list(self.sessions):
             await session.close()
-        for task in list(self._tasks):
-            task.cancel()
+        self._background.cancel()
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 5)
@@ -185,7 +185,7 @@ class EsphomeSurface:
 
     def command(self, commands: Iterable[Command]) -> None:
         for command in commands:
-            self._spawn(self._apply(command))
+            self._background.spawn(self._apply(command))
 
     async def _apply(self, command: Command) -> None:
         if command.kind is CommandKind.VOLUME:
@@ -200,15 +200,6 @@ class EsphomeSurface:
             self.bridge.play_url(str(command.value))
         self._push_states()
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _LOGGER.error("an ESPHome API command failed: %s", task.exception())
 
 
 __all__ = ["EsphomeControl", "EsphomeError", "EsphomeSurface", "mac_for", "node_name"]

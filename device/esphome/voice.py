@@ -41,6 +41,7 @@ from google.protobuf.message import Message
 from edgevoice.audio.frames import Pcm
 from edgevoice.audio.tts import TtsAudio
 from edgevoice.device.esphome import media
+from edgevoice.device.esphome.background import Background
 from edgevoice.device.esphome.messages import make, name_of
 from edgevoice.device.esphome.timers import TIMER_EVENTS, Timer, TimerEvent, Timers, is_stop
 from edgevoice.device.events import Event, EventBus, EventType
@@ -138,7 +139,7 @@ class VoiceBridge:
         self._recent: deque[tuple[float, Pcm]] = deque()
         self._streaming = threading.Event()  # read by the front-end thread
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._background = Background("the voice bridge")
         self._ring_task: asyncio.Task[None] | None = None
         self._countdown_task: asyncio.Task[None] | None = None
         self._unsubscribe = bus.subscribe(self._on_bus)
@@ -170,7 +171,8 @@ class VoiceBridge:
 
     def close(self) -> None:
         self._unsubscribe()
-        for task in [*self._tasks, self._ring_task, self._countdown_task]:
+        self._background.cancel()
+        for task in (self._ring_task, self._countdown_task):
             if task is not None:
                 task.cancel()
 
@@ -392,12 +394,12 @@ class VoiceBridge:
             self._run = None
             self._out(make("VoiceAssistantAnnounceFinished", success=completed))
             if completed and run.continue_conversation:
-                self._spawn(self._listen_again())
+                self._background.spawn(self._listen_again())
         elif utterance in self._announcements:
             start_after = self._announcements.pop(utterance)
             self._out(make("VoiceAssistantAnnounceFinished", success=completed))
             if completed and start_after:
-                self._spawn(self._listen_again())
+                self._background.spawn(self._listen_again())
 
     async def _listen_again(self) -> None:
         await asyncio.sleep(self.settings.continue_delay_s)
@@ -419,21 +421,12 @@ class VoiceBridge:
                 async for piece in media.fetch_audio(media_id, text):
                     yield piece
 
-        self._spawn(self.host.announce(audio(), text, utterance))
+        self._background.spawn(self.host.announce(audio(), text, utterance))
 
     def play_url(self, url: str) -> None:
         """``media_player.play_media`` (announce or not): played like an announcement."""
         self._announce(url, "", "", False)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            _LOGGER.error("the voice bridge failed: %s", task.exception())
 
     # --- timers -------------------------------------------------------------------------------
 

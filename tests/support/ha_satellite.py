@@ -96,7 +96,9 @@ class FakeHomeAssistant:
         start = room.now_s if room is not None else 0.0
         for i in range(0, len(data), chunk * 2):
             if room is not None:
-                while room.now_s < start + 0.9 * (i // 2) / 16000:  # noqa: ASYNC110 (the room's clock)
+                # one second ahead, as HA's 0.9 x pacing gets after ~10 s: the harness's own
+                # scheduling must not open gaps in the playback (underruns)
+                while room.now_s < start + 0.9 * (i // 2) / 16000 - 1.0:  # noqa: ASYNC110 (the room's clock)
                     await asyncio.sleep(0.002)
             self.client.send_voice_assistant_audio(data[i:i + chunk * 2])
         send(E.VOICE_ASSISTANT_TTS_STREAM_END, {})
