@@ -70,6 +70,9 @@ class EventType(StrEnum):
     AEC_STATUS = "aec.status"
     CONFIG_RELOADED = "config.reloaded"
     MQTT_QUEUE_DROPPED = "mqtt.queue_dropped"
+    ESPHOME_CLIENT = "esphome.client"  # a native API client connected, subscribed, left
+    PIPELINE_EVENT = "pipeline.event"  # Home Assistant's pipeline, as the satellite hears it
+    TIMER = "timer"  # HA's timers on the device: started, updated, cancelled, finished, stopped
 
 
 # Event types whose payload holds what a person said or heard: personal data.

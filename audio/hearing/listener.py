@@ -287,6 +287,13 @@ class Listener:
         self._open_turn(events, pre_roll=True, timeout_s=self.wake_timeout_s)
         return events
 
+    def end_turn_now(self) -> list[HearingEvent]:
+        """End the open turn now, as its endpoint (a remote recognizer said the speech ended)."""
+        events: list[HearingEvent] = []
+        if self.endpointer.in_turn:
+            self._handle(self.endpointer.end_turn(), events)
+        return events
+
     def close(self) -> None:
         self._cancel_session()
 

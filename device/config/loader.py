@@ -220,7 +220,12 @@ def _build(cls: type[Any], layers: Sequence[tuple[str, Mapping[str, Any]]], pref
             value = _coerce(table[name], tp, source, key, problems)
             if len(problems) == before and _check_range(value, field, source, key, problems):
                 kwargs[name] = value
-    return cls(**kwargs)
+    built = cls(**kwargs)
+    # A section may check what types and ranges cannot (a key's format, keys together).
+    for name, message in getattr(built, "problems", lambda: [])():
+        source = next((s for s, table in reversed(layers) if name in table), "defaults")
+        problems.append(ConfigProblem(source, f"{prefix}.{name}" if prefix else name, message))
+    return built
 
 
 def build_config(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:

@@ -37,6 +37,7 @@ from edgevoice.device.config.sections.echo import (
     AecConfig,
     BargeInConfig,
 )
+from edgevoice.device.config.sections.esphome import EsphomeConfig
 from edgevoice.device.config.sections.hearing import (
     AsrConfig,
     EndpointConfig,
@@ -69,6 +70,7 @@ __all__ = [
     "LlmConfig",
     "LocalConfig",
     "ModelsConfig",
+    "EsphomeConfig",
     "MqttConfig",
     "OllamaConfig",
     "OpenaiConfig",
@@ -97,6 +99,7 @@ class Config:
     knowledge: KnowledgeConfig = section(KnowledgeConfig)
     mqtt: MqttConfig = section(MqttConfig)
     arbitration: ArbitrationConfig = section(ArbitrationConfig)
+    esphome: EsphomeConfig = section(EsphomeConfig)
     gpio: GpioConfig = section(GpioConfig)
     conversation: ConversationConfig = section(ConversationConfig)
     models: ModelsConfig = section(ModelsConfig)

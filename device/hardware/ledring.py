@@ -26,6 +26,14 @@ OFF: Color = (0, 0, 0)
 BLUE: Color = (0, 40, 255)
 CYAN: Color = (0, 200, 200)
 RED: Color = (255, 0, 0)
+AMBER: Color = (255, 120, 0)
+
+
+def countdown_colors(fraction_left: float, count: int) -> list[Color]:
+    """A timer's countdown while idle: the fraction left of the ring lit amber, the rest
+    dark (the last LED stays lit until the timer finishes)."""
+    lit = max(1, math.ceil(max(0.0, min(1.0, fraction_left)) * count)) if fraction_left > 0 else 0
+    return [AMBER if i < lit else OFF for i in range(count)]
 
 
 def apa102_frame(colors: Sequence[Color], brightness: int = 31) -> list[int]:
@@ -73,6 +81,7 @@ class LedRing:
         self.count = count
         self._brightness = max(0, min(31, round(brightness * 31)))
         self.pattern = LedPattern.OFF
+        self.countdown: float | None = None  # a timer's fraction left, shown while idle
         self._step = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -87,6 +96,12 @@ class LedRing:
             self._step = 0
         self._wake.set()
 
+    def show_countdown(self, fraction_left: float | None) -> None:
+        """Show a timer's fraction left while the ring is otherwise off (None: no timer)."""
+        with self._lock:
+            self.countdown = fraction_left
+        self._wake.set()
+
     def _write(self, colors: Sequence[Color]) -> None:
         self._spi.transfer(apa102_frame(colors, self._brightness))
 
@@ -94,10 +109,13 @@ class LedRing:
         animated = {LedPattern.THINKING, LedPattern.SPEAKING, LedPattern.ERROR}
         while not self._stop.is_set():
             with self._lock:
-                pattern, step = self.pattern, self._step
+                pattern, step, countdown = self.pattern, self._step, self.countdown
                 self._step += 1
             try:
-                self._write(pattern_colors(pattern, self.count, step))
+                if pattern is LedPattern.OFF and countdown is not None:
+                    self._write(countdown_colors(countdown, self.count))
+                else:
+                    self._write(pattern_colors(pattern, self.count, step))
             except Exception as err:  # a vanished SPI device must not kill the daemon
                 _LOGGER.warning("LED ring write failed (%s); the ring is off", err)
                 return

@@ -29,7 +29,7 @@ from edgevoice.device.mqtt import remote as _remote  # noqa: F401 - registers do
 from edgevoice.device.mqtt.arbitration import WakeArbiter, room_topic
 from edgevoice.device.mqtt.commands import COMMAND_ARGS, Answer, CommandRouter
 from edgevoice.device.mqtt.connection import MqttConfigError, MqttConnection, Outgoing, new_properties
-from edgevoice.device.mqtt.discovery import discovery_messages
+from edgevoice.device.mqtt.discovery import discovery_messages, mute_switch
 from edgevoice.device.mqtt.discovery_rooms import rooms_discovery_messages
 from edgevoice.device.mqtt.telemetry import TelemetrySource, build_telemetry, read_source
 from edgevoice.device.mqtt.topics import Topics, answer_topic
@@ -214,6 +214,10 @@ class MqttBridge:
             self._last_turn = dict(event.data)
         if event.type in STATE_EVENTS:
             self._schedule_state_refresh()
+        if event.type == EventType.MIC_MUTED and self.config.homeassistant_discovery and self._connection:
+            topic, payload = mute_switch(self.topics, discovery_prefix=self.config.discovery_prefix,
+                                         name=self.device.name, mic_muted=bool(event.data.get("muted")))
+            self._connection.publish(Outgoing(topic, _json(payload), 1, True))
         published: Event | None = event if self.config.publish_transcripts else event.without_personal_data()
         if published is None or self._connection is None:
             return

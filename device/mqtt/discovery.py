@@ -1,9 +1,16 @@
 """Home Assistant MQTT discovery: one retained config message per entity.
 
 Entities: sensors (conversation state, SoC temperature, last voice-to-voice latency,
-echo reduction), a switch (microphone mute), a number (volume), buttons (interrupt,
-reset session). Availability follows ``…/status``, which the last will sets to
-offline. Topics: ``<discovery_prefix>/<component>/<device_id>/<object>/config``.
+echo reduction), a switch (microphone mute), a number (volume, in percent), buttons
+(interrupt, reset session). Availability follows ``…/status``, which the last will
+sets to offline. Topics: ``<discovery_prefix>/<component>/<device_id>/<object>/config``.
+
+HA's current schema: ``default_entity_id`` (``domain.object``; ``object_id`` is
+deprecated since 2025.10 and stops working in 2026.4; older HA drops the unknown key),
+an ``origin`` block, ``entity_category`` on the settings. Templates read keys with
+``.get`` so a key that is missing or null renders ``None`` (HA's "no value"), never a
+template warning. MQTT has no icon template: the mute switch's config is published
+again with the other icon when the mute changes (:func:`mute_switch`).
 """
 
 from __future__ import annotations
@@ -14,9 +21,13 @@ from typing import Any
 from edgevoice import __version__
 from edgevoice.device.mqtt.topics import Topics
 
+MUTE_ICONS = {False: "mdi:microphone", True: "mdi:microphone-off"}
+ORIGIN = {"name": "edgevoice", "sw_version": __version__,
+          "support_url": "https://github.com/edgevoice/edgevoice"}
+
 
 def discovery_messages(
-    topics: Topics, *, discovery_prefix: str, name: str
+    topics: Topics, *, discovery_prefix: str, name: str, mic_muted: bool = False
 ) -> list[tuple[str, dict[str, Any]]]:
     """(topic, config) for every entity of the device."""
     device_id = topics.device_id
@@ -45,7 +56,7 @@ def discovery_messages(
         ("sensor", "soc_temperature", {
             "name": "SoC temperature",
             "state_topic": topics.telemetry,
-            "value_template": "{{ value_json.system.soc_temp_c }}",
+            "value_template": "{{ (value_json.system or {}).get('soc_temp_c') }}",
             "device_class": "temperature",
             "unit_of_measurement": "°C",
             "state_class": "measurement",
@@ -54,7 +65,7 @@ def discovery_messages(
         ("sensor", "voice_to_voice", {
             "name": "Last voice-to-voice latency",
             "state_topic": topics.telemetry,
-            "value_template": "{{ (value_json.last_turn or {}).voice_to_voice_ms }}",
+            "value_template": "{{ (value_json.last_turn or {}).get('voice_to_voice_ms') }}",
             "device_class": "duration",
             "unit_of_measurement": "ms",
             "state_class": "measurement",
@@ -62,7 +73,7 @@ def discovery_messages(
         ("sensor", "echo_reduction", {
             "name": "Echo reduction",
             "state_topic": topics.telemetry,
-            "value_template": "{{ value_json.runtime.echo_reduction_db }}",
+            "value_template": "{{ (value_json.runtime or {}).get('echo_reduction_db') }}",
             "unit_of_measurement": "dB",
             "state_class": "measurement",
             "entity_category": "diagnostic",
@@ -76,18 +87,22 @@ def discovery_messages(
             "command_topic": topics.command("mute"),
             "payload_on": json.dumps({"mic": True}),
             "payload_off": json.dumps({"mic": False}),
-            "icon": "mdi:microphone-off",
+            "icon": MUTE_ICONS[mic_muted],
+            "entity_category": "config",
         }),
         ("number", "volume", {
             "name": "Volume",
             "state_topic": topics.state,
-            "value_template": "{{ value_json.volume }}",
+            "value_template": "{{ ((value_json.volume or 0) * 100) | round(0) }}",
             "command_topic": topics.command("set_volume"),
-            "command_template": '{"level": {{ value }}}',
-            "min": 0.0,
-            "max": 1.0,
-            "step": 0.05,
+            "command_template": '{"level": {{ (value | float(0)) / 100 }}}',
+            "min": 0,
+            "max": 100,
+            "step": 5,
+            "unit_of_measurement": "%",
             "mode": "slider",
+            "icon": "mdi:volume-high",
+            "entity_category": "config",
         }),
         ("button", "interrupt", {
             "name": "Interrupt",
@@ -98,10 +113,19 @@ def discovery_messages(
             "name": "Reset session",
             "command_topic": topics.command("reset_session"),
             "payload_press": "{}",
+            "entity_category": "config",
         }),
     ]
     out = []
     for component, object_id, config in entities:
-        payload = {**config, **common, "unique_id": f"{uid}_{object_id}", "object_id": f"{uid}_{object_id}"}
+        payload = {**config, **common, "unique_id": f"{uid}_{object_id}",
+                   "default_entity_id": f"{component}.{uid}_{object_id}", "origin": ORIGIN}
         out.append((f"{discovery_prefix}/{component}/{device_id}/{object_id}/config", payload))
     return out
+
+
+def mute_switch(topics: Topics, *, discovery_prefix: str, name: str,
+                mic_muted: bool) -> tuple[str, dict[str, Any]]:
+    """The mute switch's config with the icon of ``mic_muted`` (published on each change)."""
+    messages = discovery_messages(topics, discovery_prefix=discovery_prefix, name=name, mic_muted=mic_muted)
+    return next(m for m in messages if m[0].endswith("/mic_mute/config"))

@@ -42,12 +42,18 @@ def build_telemetry(
     last_turn: Mapping[str, Any] | None,
     mqtt: Mapping[str, Any],
 ) -> dict[str, Any]:
+    # Every key a discovery template reads is always there (null until known): HA warns
+    # on every message whose template reads a missing key.
     return {
         "device": device_id,
         "seq": seq,
         "ts": round(ts, 3),
         "system": system.as_dict() if system is not None else {},
-        "runtime": dict(runtime),
-        "last_turn": dict(last_turn) if last_turn else None,
+        "runtime": {**RUNTIME_KEYS, **runtime},
+        "last_turn": {**LAST_TURN_KEYS, **(last_turn or {})},
         "mqtt": dict(mqtt),
     }
+
+
+RUNTIME_KEYS: dict[str, Any] = {"echo_reduction_db": None, "echo_delay_ms": None, "input_dbfs": None}
+LAST_TURN_KEYS: dict[str, Any] = {"turn_id": None, "status": None, "voice_to_voice_ms": None}

@@ -28,6 +28,7 @@ class DaemonControl(DeviceControl):
         assert self._daemon.speaker is not None
         self._daemon.speaker.volume = level
         self._daemon.bus.emit(EventType.VOLUME_CHANGED, level=self._daemon.speaker.volume)
+        self._daemon._save_volume_soon(self._daemon.speaker.volume)
         return self._daemon.speaker.volume
 
     async def end_conversation(self) -> None:

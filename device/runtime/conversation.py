@@ -26,7 +26,7 @@ import traceback
 import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from edgevoice.audio.hearing.endpoint import SpeechStarted
 from edgevoice.audio.hearing.listener import (
@@ -41,6 +41,7 @@ from edgevoice.audio.hearing.listener import (
 from edgevoice.audio.hearing.modes import ListenMode
 from edgevoice.audio.speaking.earcons import Earcon, Earcons
 from edgevoice.audio.speaking.playback import Speaker
+from edgevoice.audio.speaking.tts import TtsAudio
 from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.events import EventBus, EventType
 from edgevoice.device.knowledge import KnowledgeBase
@@ -59,6 +60,25 @@ _LOGGER = logging.getLogger(__name__)
 # barge-in, but went on this long after the reply ended, is the person's next turn.
 LATE_TURN_AFTER_REPLY_S = 0.3
 
+class RemotePipeline(Protocol):
+    """Where a turn's reply comes from when not from the agent: Home Assistant's pipeline
+    over the ESPHome API (``device/esphome/voice.py``). While ``active``, every opened
+    turn is announced (its audio streams from there), a finished one is handed over,
+    and the reply is the audio :meth:`reply` yields, played with the play cursor."""
+
+    @property
+    def active(self) -> bool: ...
+
+    def turn_started(self, turn_id: str, *, wake_word: str | None = None,
+                     onset_s: float | None = None) -> None: ...
+
+    def turn_abandoned(self, turn_id: str) -> None: ...
+
+    def handles(self, turn_id: str) -> bool: ...
+
+    def reply(self, turn_id: str, text: str) -> AsyncIterator[TtsAudio]: ...
+
+
 @dataclass(slots=True)
 class Turn:
     """One user turn and the reply to it."""
@@ -68,6 +88,7 @@ class Turn:
     barge_in: bool = False  # this turn interrupted the previous reply
     text: str = ""
     outcome: ReplyOutcome | None = None  # how its reply ended (the speaker hands it back)
+    remote: bool = False  # answered by the RemotePipeline, not the agent
 
 
 @dataclass(slots=True)
@@ -140,6 +161,7 @@ class Conversation:
         # another device of the room answers, and this one stands down without a sound.
         self.arbiter: Callable[[WakeWordDetected], Awaitable[bool]] | None = None
         self._stood_down = False  # ignore the abandoned turn's events until it is discarded
+        self.remote: RemotePipeline | None = None
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -242,6 +264,25 @@ class Conversation:
         """Speak ``text`` now (not a reply to a turn): MQTT ``say``, greetings, failures."""
         await self.feed(Input.SAY, text=text)
 
+    async def announce(self, audio: AsyncIterable[TtsAudio], text: str, utterance_id: str) -> None:
+        """Play ``audio`` now, as :meth:`say` speaks (an announcement Home Assistant sent);
+        ``reply.done`` for ``utterance_id`` says how it ended."""
+        await self.feed(Input.SAY, text=text, audio=audio, utterance_id=utterance_id)
+
+    async def listen(self) -> None:
+        """Open a turn now, without the wake word (a conversation HA continues or starts)."""
+        if self.state is State.IDLE:
+            self.front.control(lambda listener: listener.start_turn_now())
+            await self.feed(Input.BUTTON_PRESS, onset=self.clock.now())
+
+    def end_turn(self) -> None:
+        """End the turn being heard now (the remote recognizer heard the speech end)."""
+        self.front.control(lambda listener: listener.end_turn_now())
+
+    def open_follow_up(self, seconds: float) -> None:
+        """Accept speech without the wake word for ``seconds`` (a ringing timer's "stop")."""
+        self._on_front_thread(lambda: self.front.listener.open_follow_up(seconds))
+
     # --- the state machine ----------------------------------------------------------------
 
     async def feed(self, event: Input, **data: Any) -> None:
@@ -278,10 +319,12 @@ class Conversation:
     async def _act(self, action: Action, event: Input, data: dict[str, Any]) -> None:
         if action is Action.START_TURN:
             if event is Input.BARGE_IN and self._turn is not None:
+                self._remote_turn_started(self._turn, data)
                 return  # the candidate turn that interrupted becomes the turn
             self._turn = Turn(TurnTimeline(_new_id("turn")))
             if "onset" in data:
                 self._turn.timeline.mark(Mark.SPEECH_STARTED, data["onset"])
+            self._remote_turn_started(self._turn, data)
         elif action is Action.SEND_TURN:
             turn = self._turn
             assert turn is not None
@@ -295,7 +338,7 @@ class Conversation:
         elif action is Action.STOP_TURN:
             self.front.control(lambda listener: listener.button_released())
         elif action is Action.START_SAY:
-            self._start_say(str(data.get("text", "")))
+            self._start_say(str(data.get("text", "")), data.get("audio"), data.get("utterance_id"))
         elif action is Action.RESET_SESSION:
             self.agent.reset_session()
             self._interrupted = None
@@ -345,7 +388,7 @@ class Conversation:
                 self._stood_down = True
                 self.front.control(lambda listener: listener.set_enabled(False) + listener.set_enabled(True))
                 return
-            await self.feed(Input.WAKE_WORD)
+            await self.feed(Input.WAKE_WORD, wake_word=event.name)
         elif isinstance(event, PartialTranscript):
             turn = self._turn
             if turn is not None and turn.accepted:
@@ -393,6 +436,16 @@ class Conversation:
         self._turn = None
         if not turn.accepted:
             return
+        remote = self.remote
+        if (remote is not None and remote.active and discarded.reason == "no_words"
+                and remote.handles(turn.timeline.turn_id)):
+            # Home Assistant recognizes the words: a turn our recognizer found empty is
+            # still its to answer.
+            self._turn = turn
+            await self._on_final(FinalTranscript("", (), True, discarded.t, discarded.t, 0.0))
+            return
+        if self.remote is not None:
+            self.remote.turn_abandoned(turn.timeline.turn_id)
         self.counters.discarded += 1
         self.bus.announce(discarded)
         await self.feed(Input.TURN_DISCARDED)
@@ -434,6 +487,14 @@ class Conversation:
 
     # --- replies ---------------------------------------------------------------------------
 
+    def _remote_active(self) -> bool:
+        return self.remote is not None and self.remote.active
+
+    def _remote_turn_started(self, turn: Turn, data: dict[str, Any]) -> None:
+        if self.remote is not None and self.remote.active:
+            self.remote.turn_started(turn.timeline.turn_id, wake_word=data.get("wake_word"),
+                                     onset_s=data.get("onset"))
+
     def _start_reply(self, turn: Turn, final: FinalTranscript) -> None:
         user = UserTurn(text=final.text, low_confidence=final.low_confidence)
         self._on_front_thread(self.barge_in.reset)
@@ -441,6 +502,16 @@ class Conversation:
         self._reply_ended_at = None
         self._interrupted = None
         taken = self.intercept(final.text) if self.intercept is not None else None
+        remote = self.remote
+        if taken is None and remote is not None and remote.handles(turn.timeline.turn_id):
+            # Home Assistant's pipeline answers (a ringing timer's "stop" was taken above).
+            turn.remote = True
+            turn.timeline.mark(Mark.REQUEST_SENT, self.clock.now())
+            self._reply_task = asyncio.create_task(
+                self._run_reply(turn, remote.reply(turn.timeline.turn_id, final.text), record=False,
+                                audio=True),
+                name=f"reply-{turn.timeline.turn_id}")
+            return
         control = control_of(final.text) if taken is None else None
         if taken is not None or control is not None:  # handled here, never sent to the agent
             deltas = (self._control(control, silent=turn.barge_in) if control is not None
@@ -463,12 +534,15 @@ class Conversation:
         if not silent:
             yield CONFIRMATION[control]
 
-    def _start_say(self, text: str) -> None:
-        turn = Turn(TurnTimeline(_new_id("say")))
+    def _start_say(self, text: str, audio: AsyncIterable[TtsAudio] | None = None,
+                   utterance_id: str | None = None) -> None:
+        turn = Turn(TurnTimeline(utterance_id or _new_id("say")))
         self._reply_turn = turn
         self._reply_ended_at = None
+        source: AsyncIterable[Any] = _once(text) if audio is None else audio
         self._reply_task = asyncio.create_task(
-            self._run_reply(turn, _once(text), record=False), name=f"say-{turn.timeline.turn_id}"
+            self._run_reply(turn, source, record=False, audio=audio is not None),
+            name=f"say-{turn.timeline.turn_id}"
         )
 
     async def _agent_stream(self, turn: Turn, user: UserTurn) -> AsyncIterator[str]:
@@ -485,9 +559,10 @@ class Conversation:
             turn.timeline.mark(Mark.FIRST_TEXT, self.clock.now())
             yield delta
 
-    async def _run_reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool = True) -> None:
+    async def _run_reply(self, turn: Turn, deltas: AsyncIterable[Any], *, record: bool = True,
+                         audio: bool = False) -> None:
         try:
-            await self._reply(turn, deltas, record=record)
+            await self._reply(turn, deltas, record=record, audio=audio)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -498,10 +573,20 @@ class Conversation:
                           message="the reply failed unexpectedly; see the log")
             await self.feed(Input.REPLY_FAILED)
 
-    async def _reply(self, turn: Turn, deltas: AsyncIterable[str], *, record: bool) -> None:
-        outcome = await self.replies.speak(deltas, turn.timeline.turn_id,
-                                           on_started=lambda: self._reply_audio_started(turn),
-                                           on_outcome=lambda ended: setattr(turn, "outcome", ended))
+    async def _reply(self, turn: Turn, deltas: AsyncIterable[Any], *, record: bool,
+                     audio: bool = False) -> None:
+        def started() -> None:
+            self._reply_audio_started(turn)
+
+        def ended(outcome: ReplyOutcome) -> None:
+            turn.outcome = outcome
+
+        if audio:  # audio made elsewhere (Home Assistant's TTS, an announcement)
+            outcome = await self.replies.play(deltas, turn.timeline.turn_id, on_started=started,
+                                              on_outcome=ended)
+        else:
+            outcome = await self.replies.speak(deltas, turn.timeline.turn_id, on_started=started,
+                                               on_outcome=ended)
         self._mark_reply(turn, outcome)
         if record:
             self.agent.record_reply(heard_text=outcome.heard_text, interrupted=False)
@@ -536,7 +621,7 @@ class Conversation:
             return
         self._interrupted = outcome
         self._reply_ended_at = self.clock.now()
-        if not turn.timeline.turn_id.startswith("say"):
+        if turn.timeline.turn_id.startswith("turn") and not turn.remote:
             self.agent.record_reply(heard_text=outcome.heard_text, interrupted=True)
         self._mark_reply(turn, outcome)
         turn.timeline.mark(Mark.INTERRUPT_ONSET, onset)
@@ -627,4 +712,4 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-__all__ = ["Conversation", "ConversationSettings"]
+__all__ = ["Conversation", "ConversationSettings", "RemotePipeline"]

@@ -58,6 +58,7 @@ LED_FOR_STATE = {
     State.MUTED: LedPattern.MUTED,
 }
 RESTART_EXIT_CODE = 75  # EX_TEMPFAIL: systemd's Restart=on-failure starts us again
+VOLUME_SAVE_DELAY_S = 1.0  # a volume set from outside is saved once the slider rests
 
 
 class Daemon:
@@ -103,7 +104,10 @@ class Daemon:
         self.tap: Any = None
         self.timers: Any = None  # edgevoice.device.timers.service.TimerService once started
         self.announcer = Announcer(self)
+        self.esphome: Any = None
         self._agent_swap: asyncio.Future[None] | None = None
+        self._volume_save: asyncio.TimerHandle | None = None
+        self._volume_to_save: float | None = None
         self.ready = asyncio.Event()
         self.control = DaemonControl(self)
 
@@ -178,6 +182,8 @@ class Daemon:
         self.timers = attach_timers(self)
         self.duplex.start(loop)  # opens the devices; a wrong name raises here
         self._install_signals(loop)
+        if config.esphome.enabled:  # serving before READY=1: HA may connect at once
+            await self._start_esphome()
         self.ready.set()
         self.notifier.ready(f"listening ({config.listen.mode})")
         self.bus.emit(
@@ -216,11 +222,18 @@ class Daemon:
         self.notifier.stopping()
         if self.timers is not None:
             await self.timers.stop()
+        if self._volume_save is not None:  # a volume set just before the stop is kept
+            self._volume_save.cancel()
+            with contextlib.suppress(Exception):
+                await self._save_volume()
         for task in list(self._in_flight):
             await cancel_task(task)
         if self.mqtt is not None:
             with contextlib.suppress(Exception):
                 await self.mqtt.stop()
+        if self.esphome is not None:
+            with contextlib.suppress(Exception):
+                await self.esphome.stop()
         if self.conversation is not None:
             await self.conversation.close()
         if self.duplex is not None:
@@ -313,9 +326,10 @@ class Daemon:
         self._closers.append(self._ring.close)
 
     def _on_button(self, event: ButtonEvent, data: dict[str, Any]) -> None:
-        self.bus.emit(str(event), **data)
+        ringing = self.esphome is not None and self.esphome.bridge.timers.is_ringing
+        self.bus.emit(str(event), **data)  # a press stops a ringing timer (the ESPHome bridge)
         conversation = self.conversation
-        if conversation is None:
+        if conversation is None or (ringing and event is ButtonEvent.PRESSED):
             return
         if event is ButtonEvent.PRESSED and self.timers is not None and self.timers.stop_ringing():
             return  # the press silenced a ringing timer, and does nothing else
@@ -363,6 +377,25 @@ class Daemon:
 
             attach_arbiter(self, self.mqtt.arbiter)
 
+    # --- ESPHome native API (Home Assistant's Assist satellite) --------------------------
+
+    async def _start_esphome(self) -> None:
+        from edgevoice.device.esphome.host import DaemonSatellite
+        from edgevoice.device.esphome.server import EsphomeSurface
+        from edgevoice.device.esphome.voice import BridgeSettings, VoiceBridge
+
+        assert self.conversation is not None
+        section = self.config.esphome
+        host = DaemonSatellite(self)
+        bridge = VoiceBridge(self.bus, host, BridgeSettings(section.timer_ring_s, section.stop_phrases,
+                                                            section.continue_delay_s))
+        # While HA is subscribed its pipeline answers the turns; otherwise the [llm] agent.
+        self.conversation.remote = bridge
+        self.conversation.front.taps.append(bridge.tap)
+        self.esphome = EsphomeSurface(section, device_id=self.device_id, device_name=self.config.device.name,
+                                      version=__version__, control=host, bus=self.bus, bridge=bridge)
+        await self.esphome.start()
+
     def telemetry(self) -> Mapping[str, Any]:
         data: dict[str, Any] = {}
         if self.conversation is not None:
@@ -372,6 +405,32 @@ class Daemon:
             data["xruns"] = stats.get("overruns", 0) + stats.get("underruns", 0)
             data["audio"] = stats
         return data
+
+    # --- the volume survives a restart ------------------------------------------------
+
+    def _save_volume_soon(self, level: float) -> None:
+        """A volume set from outside (HA, MQTT, a tool) survives a restart: it is written to
+        the config file as ``audio.volume`` once it has rested for VOLUME_SAVE_DELAY_S."""
+        if self._volume_save is not None:
+            self._volume_save.cancel()
+        self._volume_to_save = round(level, 3)
+        loop = asyncio.get_running_loop()
+        self._volume_save = loop.call_later(VOLUME_SAVE_DELAY_S, lambda: self._spawn(self._save_volume()))
+
+    async def _save_volume(self) -> None:
+        from dataclasses import replace
+
+        self._volume_save = None
+        level = self._volume_to_save
+        if level is None or abs(self.config.audio.volume - level) < 1e-9:
+            return
+        # The running config takes the level first, so saving it changes nothing live (the
+        # speaker may be muted meanwhile: that stays).
+        self.config = replace(self.config, audio=replace(self.config.audio, volume=level))
+        try:
+            await self.control.set_config({"audio": {"volume": level}})
+        except Exception as err:
+            _LOGGER.warning("the volume could not be saved (%s); it lasts until a restart", err)
 
     # --- config -------------------------------------------------------------------------
 

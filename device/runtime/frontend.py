@@ -86,6 +86,9 @@ class FrontEnd:
         self._recorder = WindowRecorder(listener.vad)
         listener.vad = self._recorder
         self._controls: deque[Control] = deque()
+        # Called on this thread with every echo-cancelled frame (its end time and samples):
+        # a surface that streams the microphone (the ESPHome API's voice assistant).
+        self.taps: list[Callable[[float, Pcm], None]] = []
         self._lock = threading.Lock()
         self._stats: AecStats | None = None
         # The last reference found silent that cannot change (an array that owns its
@@ -118,6 +121,8 @@ class FrontEnd:
             self.xrun_realigned += 1
         clean, linear = ((frame.mic, None) if self.canceller is None
                          else self._cancel(frame.mic, frame.reference))
+        for tap in self.taps:
+            tap(frame.end_s, clean)
         # while the device speaks, the barge-in decision goes before the recognizer
         self.listener.hold_recognition = (in_reply and self.barge_in is not None
                                           and self.barge_in.listening_for_speech)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -197,37 +197,74 @@ class ReplySpeaker:
         ended. Cancelling the task stops TTS, drops the reply from the speaker, emits
         ``reply.done`` interrupted, hands that outcome to ``on_outcome`` and re-raises.
         """
+        reply = self._begin(utterance_id, on_started, on_outcome)
+        sentences: asyncio.Queue[object] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(deltas, sentences, reply), name=f"reply-read-{utterance_id}")
+
+        async def cleanup() -> None:
+            await _stop_task(reader)
+            # Memory: shrink what a long chunk grew in the TTS engine, on its worker after
+            # the reply (docs/runtime.md "Memory"); the next reply's first audio is not slower.
+            self.synthesizer.release_memory(then=release_memory)
+
+        # agent stream or TTS failed: what is queued still plays
+        return await self._deliver(reply, self._synthesize(sentences, reply), cleanup,
+                                   "the reply could not be spoken")
+
+    async def play(self, audio: AsyncIterable[TtsAudio], utterance_id: str, *,
+                   on_started: Callable[[], None] | None = None,
+                   on_outcome: Callable[[ReplyOutcome], None] | None = None) -> ReplyOutcome:
+        """Play audio made elsewhere (Home Assistant's TTS, an announcement) as a reply:
+        the same events, play cursor, callbacks and cancellation as :meth:`speak`. A chunk's
+        text (where it has one) is its sentence."""
+        reply = self._begin(utterance_id, on_started, on_outcome)
+
+        async def queue_all() -> None:
+            async for chunk in audio:
+                now = time.monotonic()
+                if reply.first_delta is None:
+                    reply.first_delta = now
+                sentence = _Sentence(chunk.text, len(reply.sentences), now, now)
+                reply.sentences.append(sentence)
+                self._queue(reply, sentence, chunk, None, bool(chunk.text))
+
+        return await self._deliver(reply, queue_all(), None, "the audio could not be played")
+
+    def _begin(self, utterance_id: str, on_started: Callable[[], None] | None,
+               on_outcome: Callable[[ReplyOutcome], None] | None) -> _Reply:
         self._loop = asyncio.get_running_loop()
         if utterance_id in self._active:
             raise ValueError(f"utterance {utterance_id!r} is already being spoken")
         reply = _Reply(utterance_id, time.monotonic(), on_started=on_started, on_outcome=on_outcome)
         self._active[utterance_id] = reply
-        sentences: asyncio.Queue[object] = asyncio.Queue()
-        reader = asyncio.create_task(self._read(deltas, sentences, reply), name=f"reply-read-{utterance_id}")
+        return reply
+
+    async def _deliver(self, reply: _Reply, produce: Coroutine[Any, Any, None],
+                       cleanup: Callable[[], Awaitable[None]] | None, failed: str) -> ReplyOutcome:
+        """Await ``produce`` (it queues the reply's audio), then until all of it was heard.
+        A failing source still lets what is queued play (then ``failed``); cancelling drops
+        the reply from the speaker, emits ``reply.done`` interrupted and re-raises."""
         error: BaseException | None = None
         try:
             try:
-                await self._synthesize(sentences, reply)
+                await produce
             except asyncio.CancelledError:
                 raise
-            except Exception as err:  # agent stream or TTS failed: play what is queued
+            except Exception as err:
                 error = err
-                _LOGGER.warning("reply %s failed: %s", utterance_id, err)
+                _LOGGER.warning("reply %s failed: %s", reply.utterance_id, err)
             reply.all_queued = True
             await self._wait_played(reply)
         except asyncio.CancelledError:
-            self.speaker.drop(utterance_id)
+            self.speaker.drop(reply.utterance_id)
             self._finish(reply, ReplyStatus.INTERRUPTED, None)
             raise
         finally:
-            await _stop_task(reader)
-            self._active.pop(utterance_id, None)
-            # Memory: shrink what a long chunk grew in the TTS engine, on its worker after
-            # the reply (docs/runtime.md "Memory"); the next reply's first audio is not slower.
-            self.synthesizer.release_memory(then=release_memory)
+            if cleanup is not None:
+                await cleanup()
+            self._active.pop(reply.utterance_id, None)
         if error is not None:
-            failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(
-                f"the reply could not be spoken: {error}")
+            failure = error if isinstance(error, EdgeVoiceError) else ReplyStreamError(f"{failed}: {error}")
             return self._finish(reply, ReplyStatus.FAILED, failure.as_dict())
         return self._finish(reply, ReplyStatus.COMPLETED, None)
 
@@ -304,7 +341,8 @@ class ReplySpeaker:
 
     def _finish(self, reply: _Reply, status: ReplyStatus, error: dict[str, str] | None) -> ReplyOutcome:
         heard = heard_text(self.speaker.progress(reply.utterance_id))
-        spoken = " ".join(s.text for s in reply.sentences if any(seg is s for seg, _ in reply.segments))
+        spoken = " ".join(s.text for s in reply.sentences
+                          if s.text and any(seg is s for seg, _ in reply.segments))
         outcome = ReplyOutcome(reply.utterance_id, status, spoken, heard,
                                reply.timings(time.monotonic()), error)
         data: dict[str, Any] = {"utterance_id": reply.utterance_id, "status": str(status)}

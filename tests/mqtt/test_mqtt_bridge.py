@@ -129,11 +129,13 @@ async def test_telemetry_carries_system_runtime_and_last_turn(broker: Broker, ob
     async with running_device(broker, "dev1", tmp_path, source=lambda: counters) as (_, _t, bus):
         bus.emit(EventType.METRICS_TURN, voice_to_voice_ms=640.0)
         hits = await observer.await_for(
-            lambda m: m.topic == "edgevoice/dev1/telemetry" and m.json()["last_turn"] is not None, count=1
+            lambda m: m.topic == "edgevoice/dev1/telemetry" and m.json()["last_turn"]["voice_to_voice_ms"],
+            count=1,
         )
         telemetry = hits[0].json()
-        assert telemetry["runtime"] == counters
-        assert telemetry["last_turn"] == {"voice_to_voice_ms": 640.0}
+        # The keys HA's templates read are there even when the source lacks them (null).
+        assert telemetry["runtime"] == {"echo_delay_ms": None, "input_dbfs": None, **counters}
+        assert telemetry["last_turn"] == {"turn_id": None, "status": None, "voice_to_voice_ms": 640.0}
         assert telemetry["system"]["mem_total_bytes"] > 0
         assert telemetry["system"]["uptime_s"] > 0
         assert telemetry["mqtt"]["connected"] is True
@@ -384,6 +386,9 @@ async def test_home_assistant_discovery(broker: Broker, observer: Observer, tmp_
         observer.publish(switch["command_topic"], switch["payload_on"].encode())
         assert await await_until(lambda: target.mic_muted)
         number = by_topic["homeassistant/number/dev1/volume/config"]
-        observer.publish(number["command_topic"], number["command_template"].replace("{{ value }}", "0.4")
-                         .encode())
+        # HA renders the template with the slider's percentage: 40 % is level 0.4
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        command = ImmutableSandboxedEnvironment().from_string(number["command_template"]).render(value=40)
+        observer.publish(number["command_topic"], command.encode())
         assert await await_until(lambda: target.volume == 0.4)

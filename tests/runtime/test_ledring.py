@@ -70,3 +70,25 @@ def test_the_ring_clocks_out_the_listening_frame(factory: MockFactory) -> None:
         ring.close()
     assert strip.frames[-1] == apa102_frame([(0, 0, 0)] * 3, 31)  # off when closed
     strip.close()
+
+
+def test_a_timer_countdown_shows_while_idle_and_gives_way_to_listening(factory: MockFactory) -> None:
+    from edgevoice.device.hardware.ledring import AMBER, OFF
+
+    strip = Apa102Strip(factory)
+    ring = LedRing(4, brightness=1.0, pin_factory=factory)
+    try:
+        ring.show_countdown(0.5)
+        half = apa102_frame([AMBER, AMBER, OFF, OFF], 31)
+        listening = apa102_frame([BLUE] * 4, 31)
+        deadline = time.monotonic() + 5
+        while half not in strip.frames and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert half in strip.frames
+        ring.show(LedPattern.LISTENING)  # a turn: the state's pattern, not the countdown
+        while listening not in strip.frames and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert listening in strip.frames
+    finally:
+        ring.close()
+    strip.close()
