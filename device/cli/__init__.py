@@ -32,6 +32,7 @@ COMMANDS = (
     "edgevoice.device.cli.chat_cmd",
     "edgevoice.device.cli.fleet_cmd",
     "edgevoice.device.cli.transcribe_cmd",
+    "edgevoice.device.cli.console_cmd",
 )
 
 

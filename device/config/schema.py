@@ -32,6 +32,10 @@ from edgevoice.device.config.sections.audio import (
     RoomConfig,
     WavConfig,
 )
+from edgevoice.device.config.sections.console import (
+    ConsoleConfig,
+    OperatorConfig,
+)
 from edgevoice.device.config.sections.echo import (
     AecConfig,
     BargeInConfig,
@@ -54,6 +58,7 @@ __all__ = [
     "AsrConfig",
     "AudioConfig",
     "BargeInConfig",
+    "ConsoleConfig",
     "ConversationConfig",
     "DeviceConfig",
     "EarconsConfig",
@@ -68,6 +73,7 @@ __all__ = [
     "MqttConfig",
     "OllamaConfig",
     "OpenaiConfig",
+    "OperatorConfig",
     "RoomConfig",
     "TtsConfig",
     "VadConfig",
@@ -92,6 +98,8 @@ class Config:
     local: LocalConfig = section(LocalConfig)
     mqtt: MqttConfig = section(MqttConfig)
     gpio: GpioConfig = section(GpioConfig)
+    console: ConsoleConfig = section(ConsoleConfig)
+    operator: OperatorConfig = section(OperatorConfig)
     conversation: ConversationConfig = section(ConversationConfig)
     models: ModelsConfig = section(ModelsConfig)
     tts: TtsConfig = section(TtsConfig)

@@ -106,6 +106,8 @@ class Daemon(DeviceActions):
         self.conversation: Conversation | None = None
         self.agent: AgentClient | None = None
         self.mqtt: Any = None
+        self.console: Any = None
+        self.operator_desk: Any = None
         self._agent_swap: asyncio.Future[None] | None = None
         self.ready = asyncio.Event()
 
@@ -151,7 +153,11 @@ class Daemon(DeviceActions):
         await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
         earcons = Earcons(self.speaker, enabled_earcons(config), config.earcons.level)
-        self.agent = build_agent(config, self)
+        if config.console.enabled:
+            from edgevoice.device.console.desk import OperatorDesk
+
+            self.operator_desk = OperatorDesk(config.operator.quick_replies)
+        self.agent = build_agent(config, self, operator_desk=self.operator_desk)
         self.conversation = Conversation(
             bus=self.bus,
             front=front,
@@ -188,6 +194,8 @@ class Daemon(DeviceActions):
         )
         if config.mqtt.url:
             await self._start_mqtt()
+        if config.console.enabled:
+            await self._start_console()
         if config.conversation.greeting:
             await self.conversation.say(config.conversation.greeting)
 
@@ -213,6 +221,9 @@ class Daemon(DeviceActions):
         if self.mqtt is not None:
             with contextlib.suppress(Exception):
                 await self.mqtt.stop()
+        if self.console is not None:
+            with contextlib.suppress(Exception):
+                await self.console.stop()
         if self.conversation is not None:
             await self.conversation.close()
         if self.duplex is not None:
@@ -317,6 +328,27 @@ class Daemon(DeviceActions):
         self.mqtt = MqttBridge(self.config.mqtt, self.config.device, self.device_id, self.bus,
                                FleetCommands(self), self.telemetry)
         await self.mqtt.start()
+
+    # --- the console ----------------------------------------------------------------------
+
+    async def _start_console(self) -> None:
+        from edgevoice.device.console.errors import ConsoleError
+        from edgevoice.device.console.server import ConsoleServer
+        from edgevoice.device.identity import state_dir
+
+        self.console = ConsoleServer(
+            self.config.console, self.config.operator, bus=self.bus, target=FleetCommands(self),
+            desk=self.operator_desk, device_id=self.device_id,
+            state_dir=state_dir(self.config.device, self.root), telemetry=self.telemetry,
+            operator_words=lambda: self.config.llm.provider == "operator",
+        )
+        try:
+            await self.console.start()
+        except ConsoleError as err:
+            # The device still talks; only its screen and operator desk are missing.
+            _LOGGER.error("console not started: %s", err.message)
+            self.bus.emit(EventType.ERROR, source="console", code=err.code, message=err.message)
+            self.console = None
 
     def telemetry(self) -> Mapping[str, Any]:
         data: dict[str, Any] = {}
