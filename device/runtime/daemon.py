@@ -181,6 +181,8 @@ class Daemon(DeviceActions):
         self._open_gpio(loop)
         self.duplex.start(loop)  # opens the devices; a wrong name raises here
         self._install_signals(loop)
+        if config.console.enabled:  # before READY=1: a kiosk screen may be waiting for it
+            await self._start_console()
         self.ready.set()
         self.notifier.ready(f"listening ({config.listen.mode})")
         self.bus.emit(
@@ -194,8 +196,6 @@ class Daemon(DeviceActions):
         )
         if config.mqtt.url:
             await self._start_mqtt()
-        if config.console.enabled:
-            await self._start_console()
         if config.conversation.greeting:
             await self.conversation.say(config.conversation.greeting)
 

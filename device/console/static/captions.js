@@ -9,6 +9,7 @@
   let sentences = [];
   let replyId = null;
   let transcripts = true;
+  let lastFinal = "";
 
   function onMessage(event) {
     switch (event.type) {
@@ -21,28 +22,20 @@
       case "state.changed":
         showState(stateEl, event.state);
         break;
-      case "input.speech.started":
-        if (!transcripts) break;
-        userEl.textContent = "\u2026";
-        userEl.classList.add("partial");
-        break;
       case "transcript.user.delta":
         userEl.textContent = event.text;
         userEl.classList.add("partial");
         break;
       case "transcript.user":
+        lastFinal = event.text;
         userEl.textContent = event.text;
         userEl.classList.remove("partial");
         break;
       case "input.turn.discarded":
-        if (userEl.classList.contains("partial")) userEl.textContent = "";
+        userEl.textContent = lastFinal;
         userEl.classList.remove("partial");
         break;
-      case "reply.requested":
-        sentences = [];
-        replyId = event.utterance_id;
-        replyEl.textContent = "";
-        break;
+      // The last reply stays on screen until the next one starts playing.
       case "transcript.agent":
         if (event.utterance_id !== replyId) { replyId = event.utterance_id; sentences = []; }
         sentences.push(event.text);
@@ -59,6 +52,7 @@
         userEl.textContent = "";
         replyEl.textContent = "";
         sentences = [];
+        lastFinal = "";
         break;
       default:
         break;

@@ -101,13 +101,14 @@ function renderReply(element, sentences, heardWords, finished) {
   if (heard > 0) {
     const span = document.createElement("span");
     span.className = "heard";
-    span.textContent = words.slice(0, heard).join("");
+    span.textContent = words.slice(0, heard).join("").trimEnd();
     element.appendChild(span);
   }
   if (heard < words.length) {
+    if (heard > 0) element.appendChild(document.createTextNode(" "));
     const rest = document.createElement(cut ? "del" : "span");
     rest.className = cut ? "cut" : "word";
-    rest.textContent = (heard > 0 ? " " : "") + words.slice(heard).join("");
+    rest.textContent = words.slice(heard).join("").trimEnd();
     element.appendChild(rest);
   }
   if (cut) {
