@@ -12,7 +12,7 @@ import ipaddress
 import logging
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -162,7 +162,9 @@ class ConsoleServer:
         return app
 
     @web.middleware
-    async def _authenticate(self, request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _authenticate(self, request: web.Request,
+                            handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+                            ) -> web.StreamResponse:
         if request.path == "/login" or request.path.startswith("/static/"):
             return await handler(request)
         role = self._role_of(request)

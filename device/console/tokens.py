@@ -51,8 +51,15 @@ def read_or_create(path: Path) -> str:
         existing = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         existing = ""
+    except PermissionError as err:
+        raise ConsoleError(
+            f"cannot read the console token {path}: {err}; run this as the daemon's user "
+            "(sudo -u edgevoice) or with sudo"
+        ) from err
     except OSError as err:
-        raise ConsoleError(f"cannot read the console token {path}: {err}; fix its permissions") from err
+        raise ConsoleError(
+            f"cannot read the console token {path}: {err}; check [device] state_dir is writable"
+        ) from err
     if existing:
         return existing
     token = secrets.token_urlsafe(TOKEN_BYTES)
@@ -62,6 +69,11 @@ def read_or_create(path: Path) -> str:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(token + "\n")
+        if os.geteuid() == 0:
+            # Made by root (`sudo edgevoice console token`): the daemon's user, who owns
+            # the state directory, must still be able to read it.
+            owner = path.parent.stat()
+            os.chown(temp, owner.st_uid, owner.st_gid)
         os.replace(temp, path)
     except OSError as err:
         raise ConsoleError(

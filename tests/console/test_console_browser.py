@@ -100,7 +100,8 @@ async def test_captions_refuse_a_browser_without_the_token_then_show_words_and_t
         # The kiosk's boot URL: the read-only captions token, traded for a cookie.
         await browser.get(f"{console.url}/login?token={console.tokens.captions}&next=/captions")
         assert (await browser.call(lambda: browser.driver.current_url)).endswith("/captions")
-        assert console.tokens.captions not in await browser.script("return document.documentElement.outerHTML")
+        page = await browser.script("return document.documentElement.outerHTML")
+        assert console.tokens.captions not in page
         await browser.wait_text("#state .label", lambda t: t == "Ready", "the ready cue")
 
         # Nobody at the operator desk: the fallback (the local agent) answers.

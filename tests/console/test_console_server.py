@@ -12,18 +12,18 @@ from typing import Any
 
 import aiohttp
 import pytest
-from support.console import Console, serving
 from prometheus_client.parser import text_string_to_metric_families
+from support.console import Console, serving
 
 from edgevoice.device.console.auth import COOKIE
-from edgevoice.device.console.server import is_loopback, parse_listen, safe_next
 from edgevoice.device.console.errors import ConsoleError
+from edgevoice.device.console.server import is_loopback, parse_listen, safe_next
 from edgevoice.device.events import Event, EventType
 from edgevoice.device.mqtt.commands import CommandError, parse_request
 
 
-async def _next(ws: aiohttp.ClientWebSocketResponse, kind: str, timeout: float = 5.0) -> dict[str, Any]:
-    async with asyncio.timeout(timeout):
+async def _next(ws: aiohttp.ClientWebSocketResponse, kind: str) -> dict[str, Any]:
+    async with asyncio.timeout(5.0):
         while True:
             message = await ws.receive_json()
             if message["type"] == kind:
@@ -70,7 +70,8 @@ async def test_login_sets_an_httponly_cookie_and_never_sends_the_token_back(cons
             assert response.headers["Location"] == "/captions"
             cookie = response.cookies[COOKIE]
             assert cookie["httponly"] and cookie["samesite"] == "Strict"
-            assert cookie.value != console.token and console.token not in response.headers.get("Set-Cookie", "")
+            assert cookie.value != console.token
+            assert console.token not in response.headers.get("Set-Cookie", "")
         for path in ("/captions", "/operator", "/static/socket.js", "/static/operator.js"):
             async with http.get(console.url + path) as page:
                 assert page.status == 200, path
@@ -91,10 +92,9 @@ async def test_a_login_never_redirects_off_the_device(console: Console) -> None:
     assert safe_next("https://evil.example/x", "/captions") == "/captions"
     assert safe_next("//evil.example/x", "/captions") == "/captions"
     assert safe_next("/operator", "/captions") == "/operator"
-    async with aiohttp.ClientSession() as http:
-        async with http.post(console.url + "/login", allow_redirects=False,
-                             data={"token": console.token, "next": "https://evil.example/"}) as response:
-            assert response.headers["Location"] == "/operator"
+    async with aiohttp.ClientSession() as http, http.post(console.url + "/login", allow_redirects=False,
+                         data={"token": console.token, "next": "https://evil.example/"}) as response:
+        assert response.headers["Location"] == "/operator"
 
 
 async def test_failed_logins_are_throttled_even_for_the_right_token(console: Console) -> None:
@@ -142,11 +142,13 @@ async def test_a_socket_from_another_origin_is_refused(console: Console) -> None
 
 
 async def test_allowed_origins_extend_the_consoles_own(tmp_path: Path) -> None:
-    async with serving(tmp_path, 'console.allowed_origins=["https://kiosk.lan"]') as served, \
-            aiohttp.ClientSession() as http:
-        async with http.ws_connect(served.url + "/v1/events", origin="https://kiosk.lan",
-                                   headers=served.bearer()) as ws:
-            assert (await _next(ws, "console.hello"))["type"] == "console.hello"
+    async with (
+        serving(tmp_path, 'console.allowed_origins=["https://kiosk.lan"]') as served,
+        aiohttp.ClientSession() as http,
+        http.ws_connect(served.url + "/v1/events", origin="https://kiosk.lan",
+                        headers=served.bearer()) as ws,
+    ):
+        assert (await _next(ws, "console.hello"))["type"] == "console.hello"
 
 
 def test_listen_addresses_and_loopback() -> None:
@@ -314,6 +316,7 @@ async def test_metrics_parse_with_prometheus_clients_own_parser(console: Console
     assert samples[("edgevoice_state", (("state", "listening"),))] == 1
     assert samples[("edgevoice_state", (("state", "speaking"),))] == 0
     assert samples[("edgevoice_memory_total_bytes", ())] > 0
-    assert 0 < samples[("edgevoice_memory_available_bytes", ())] <= samples[("edgevoice_memory_total_bytes", ())]
+    total = samples[("edgevoice_memory_total_bytes", ())]
+    assert 0 < samples[("edgevoice_memory_available_bytes", ())] <= total
     assert samples[("process_resident_memory_bytes", ())] > 0
     assert ("edgevoice_cpu_percent", ()) in samples

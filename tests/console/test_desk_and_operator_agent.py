@@ -20,7 +20,13 @@ class Operator:
 
     def __init__(self, desk: OperatorDesk) -> None:
         self.messages: list[dict[str, Any]] = []
-        self.id = desk.connect(self.messages.append)
+        self.asked = asyncio.Event()
+        self.id = desk.connect(self.receive)
+
+    def receive(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        if message["type"] == "operator.turn":
+            self.asked.set()
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m["type"] == kind]
@@ -36,8 +42,8 @@ async def _reply(agent: Any, text: str) -> str:
 
 
 async def _answer_when_asked(desk: OperatorDesk, operator: Operator, text: str) -> dict[str, Any]:
-    while desk.pending is None:
-        await asyncio.sleep(0.001)
+    await asyncio.wait_for(operator.asked.wait(), 5)
+    assert desk.pending is not None
     return desk.answer(operator.id, desk.pending.turn_id, text)
 
 
@@ -101,8 +107,7 @@ async def test_the_last_operator_leaving_hands_the_turn_to_the_fallback() -> Non
     operator = Operator(desk)
     agent = _agent(desk, "operator.fallback=Nobody is here.")
     reply = asyncio.create_task(_reply(agent, "hello"))
-    while desk.pending is None:
-        await asyncio.sleep(0.001)
+    await asyncio.wait_for(operator.asked.wait(), 5)
     desk.disconnect(operator.id)
     assert await asyncio.wait_for(reply, 2) == "Nobody is here."
 
@@ -112,8 +117,7 @@ async def test_a_barge_in_cancelling_the_wait_closes_the_turn_for_the_operators(
     operator = Operator(desk)
     agent = _agent(desk)
     reply = asyncio.create_task(_reply(agent, "hello"))
-    while desk.pending is None:
-        await asyncio.sleep(0.001)
+    await asyncio.wait_for(operator.asked.wait(), 5)
     reply.cancel()
     with pytest.raises(asyncio.CancelledError):
         await reply
