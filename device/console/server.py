@@ -52,6 +52,14 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def bind_warning(host: str, tls: bool) -> str | None:
+    """What to warn about a listen address: anything but loopback without TLS."""
+    if tls or is_loopback(host):
+        return None
+    return (f"console: listening on {host} without TLS: tokens and transcripts cross the network in "
+            "clear; set [console] tls_cert and tls_key, or listen on 127.0.0.1")
+
+
 def safe_next(target: str, default: str) -> str:
     """Only a path on this server (no scheme, no host, no //) may follow a login."""
     parts = urlsplit(target)
@@ -103,10 +111,9 @@ class ConsoleServer:
         config = self.config
         host, port = parse_listen(config.listen)
         tls = self._tls_context()
-        if not is_loopback(host) and tls is None:
-            _LOGGER.warning(
-                "console: listening on %s without TLS: tokens and transcripts cross the network in "
-                "clear; set [console] tls_cert and tls_key, or listen on 127.0.0.1", config.listen)
+        warning = bind_warning(host, tls is not None)
+        if warning:
+            _LOGGER.warning("%s", warning)
         self._unsubscribe = self._bus.subscribe(self.metrics.on_event)
         self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False)
         await self._runner.setup()

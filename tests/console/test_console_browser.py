@@ -14,20 +14,23 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import numpy as np
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.browser import Browser
 from support.device_harness import PHRASES, Device, running_device
 
 from edgevoice.audio.wavio import read_wav
 from edgevoice.device.agents.local import STORY
-from edgevoice.device.events import EventType
+from edgevoice.device.events import Event, EventType
 from edgevoice.device.hearing import build_asr
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWER = "please come in the door is open"
-LONG_ANSWER = ("Welcome to the building. The office you want is on the third floor, "
-               "past the lifts on the left. Someone will meet you there in a minute.")
+LONG_ANSWER = ("Welcome to the building. The office you want is on the third floor, past the lifts "
+               "on the left, through the glass doors and along the corridor to the very end. "
+               "Someone will meet you there in a minute.")
 FALLBACK = "Sorry, nobody can answer right now."
 CONSOLE = ("console.enabled=true", "console.listen=127.0.0.1:0", "console.transcripts=true",
            "llm.provider=operator", "earcons.listening=false", "earcons.reset=false",
@@ -114,13 +117,13 @@ async def test_captions_refuse_a_browser_without_the_token_then_show_words_and_t
         shown = await browser.wait_text("#reply", lambda t: t.strip() == spoken, "the reply's words")
         assert await browser.text("#reply .heard") == shown  # all of it was heard
         assert await browser.text("#user") == "hello there"
+        await _commands_and_metrics_reach_the_daemon(device)
 
         # A barge-in: the heard part stays highlighted, the cut-off part is struck out.
+        # Talk over the long third sentence, so the cut lands inside it.
+        _talk_over(device, sentence=2, text="what is my name")
         device.say("tell me a long story")
         await device.wait_for(EventType.TRANSCRIPT_USER, text="tell me a long story")
-        # Talk over the second sentence, so the cut lands inside it.
-        await device.wait_for(EventType.TRANSCRIPT_AGENT, index=1)
-        device.say("what is my name", after_s=0.8)
         done = await device.wait_for(EventType.REPLY_DONE)
         assert done.data["status"] == "interrupted"
         # Mute before the next turn is answered, so the interrupted reply stays on screen.
@@ -195,10 +198,9 @@ async def test_an_operator_answers_says_nothing_and_sees_what_was_heard(
         await browser.wait_text("#turn-status", lambda t: t.startswith("Waiting"), "the third wait")
 
         # A long answer the visitor talks over: the operator sees what was heard.
+        _talk_over(device, sentence=1, text="tell me a long story")
         answer = await browser.call(browser.driver.find_element, "css selector", "#answer")
         await browser.call(answer.send_keys, LONG_ANSWER + "\n")
-        await device.wait_for(EventType.TRANSCRIPT_AGENT, index=1)
-        device.say("tell me a long story", after_s=0.8)
         cut = await device.wait_for(EventType.REPLY_DONE)
         assert cut.data["status"] == "interrupted"
         heard = cut.data["heard_text"]
@@ -215,6 +217,40 @@ async def test_an_operator_answers_says_nothing_and_sees_what_was_heard(
         shown_heard = await browser.text("#reply .heard")
         assert _words(shown_heard) == _words(heard)
         assert _words(shown_heard) + _words(struck) == _words(spoken)
+
+
+def _talk_over(device: Device, *, sentence: int, text: str, after_s: float = 0.5) -> None:
+    """Say ``text`` ``after_s`` into the reply's sentence ``sentence``, on the room's clock:
+    the room runs faster than real time, so this is done in the bus callback itself, not
+    after the test has woken up. The sentence should be long: under load the event can
+    reach the loop a second or two of room time after the sentence began."""
+
+    def on_event(event: Event) -> None:
+        if event.type == EventType.TRANSCRIPT_AGENT and event.data.get("index") == sentence:
+            unsubscribe()
+            device.say(text, after_s=after_s)
+
+    unsubscribe = device.daemon.bus.subscribe(on_event)
+
+
+async def _commands_and_metrics_reach_the_daemon(device: Device) -> None:
+    """The socket's commands act on the running daemon; /metrics counts its turns."""
+    console = device.daemon.console
+    headers = {"Authorization": f"Bearer {console.tokens.full}"}
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.ws_connect(console.url + "/v1/events") as ws:
+            await ws.send_json({"command": "set_volume", "id": 1, "level": 0.8})
+            while (message := await ws.receive_json(timeout=10))["type"] != "command.result":
+                pass
+            assert message["ok"] and message["result"] == {"volume": 0.8}
+        assert device.daemon.speaker is not None and device.daemon.speaker.volume == 0.8
+        assert device.of(EventType.VOLUME_CHANGED)[-1].data["level"] == 0.8
+        async with http.get(console.url + "/metrics") as response:
+            text = await response.text()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}
+    assert samples[("edgevoice_turns_total", (("status", "completed"),))] >= 1
+    assert samples[("edgevoice_stage_latency_seconds_count", (("stage", "voice_to_voice"),))] >= 1
 
 
 def _joined(desk: object) -> object:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import ssl
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from support.console import Console, serving
 
 from edgevoice.device.console.auth import COOKIE
 from edgevoice.device.console.errors import ConsoleError
-from edgevoice.device.console.server import is_loopback, parse_listen, safe_next
+from edgevoice.device.console.server import bind_warning, is_loopback, parse_listen, safe_next
 from edgevoice.device.events import Event, EventType
 from edgevoice.device.mqtt.commands import CommandError, parse_request
 
@@ -320,3 +322,46 @@ async def test_metrics_parse_with_prometheus_clients_own_parser(console: Console
     assert 0 < samples[("edgevoice_memory_available_bytes", ())] <= total
     assert samples[("process_resident_memory_bytes", ())] > 0
     assert ("edgevoice_cpu_percent", ()) in samples
+
+
+# --- TLS and the bind warning ----------------------------------------------------------
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    cert, key = folder / "console.pem", folder / "console.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+async def test_over_tls_the_cookie_is_secure_and_the_socket_is_wss(tmp_path: Path) -> None:
+    cert, key = _self_signed(tmp_path / "tls")
+    trust = ssl.create_default_context(cafile=str(cert))
+    async with serving(tmp_path, f"console.tls_cert={cert}", f"console.tls_key={key}") as served:
+        assert served.url.startswith("https://127.0.0.1:")
+        connector = aiohttp.TCPConnector(ssl=trust)
+        async with aiohttp.ClientSession(connector=connector,
+                                         cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.post(served.url + "/login", data={"token": served.token},
+                                 allow_redirects=False) as response:
+                assert response.cookies[COOKIE]["secure"]
+            async with http.ws_connect(served.url.replace("https", "wss") + "/v1/events",
+                                       origin=served.url) as ws:
+                assert (await _next(ws, "console.hello"))["role"] == "full"
+
+
+async def test_half_a_tls_setting_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    cert, _ = _self_signed(tmp_path / "tls")
+    with pytest.raises(ConsoleError, match="tls_cert and tls_key go together"):
+        async with serving(tmp_path, f"console.tls_cert={cert}"):
+            pass
+
+
+def test_only_a_non_loopback_address_without_tls_is_warned_about() -> None:
+    assert bind_warning("127.0.0.1", tls=False) is None
+    assert bind_warning("::1", tls=False) is None
+    assert bind_warning("0.0.0.0", tls=True) is None
+    warning = bind_warning("0.0.0.0", tls=False)
+    assert warning is not None and "tls_cert" in warning

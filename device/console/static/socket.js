@@ -117,4 +117,5 @@ function renderReply(element, sentences, heardWords, finished) {
     note.textContent = heard < words.length ? "Interrupted: the struck-out part was not heard." : "Interrupted.";
     element.appendChild(note);
   }
+  element.scrollTop = element.scrollHeight;  // the latest words stay in view
 }
