@@ -29,33 +29,10 @@ CONFIG="$R/etc/edgevoice/config.toml"
 log() { printf '[install-kiosk] %s\n' "$*" >&2; }
 
 # --- the kiosk user, in ROOT's own /etc ------------------------------------------------
-touch "$R/etc/passwd" "$R/etc/group"
-[ -e "$R/etc/shadow" ] || { touch "$R/etc/shadow"; chmod 0640 "$R/etc/shadow"; }
-free_id() {
-  local id
-  for id in $(seq 999 -1 900); do
-    cut -d: -f3 "$R/etc/passwd" "$R/etc/group" | grep -qx "$id" || { echo "$id"; return; }
-  done
-  echo "install-kiosk: no free system id" >&2; exit 1
-}
-ensure_group() { grep -q "^$1:" "$R/etc/group" || echo "$1:x:$(free_id):" >> "$R/etc/group"; }
-add_member() {
-  awk -F: -v OFS=: -v g="$1" -v u="$2" '
-    $1 == g { n = split($4, m, ","); found = 0
-              for (i = 1; i <= n; i++) if (m[i] == u) found = 1
-              if (!found) $4 = ($4 == "" ? u : $4 "," u) }
-    { print }' "$R/etc/group" > "$R/etc/group.new" && cat "$R/etc/group.new" > "$R/etc/group" && rm "$R/etc/group.new"
-}
-ensure_group "$KIOSK_USER"
+# shellcheck source=image/users.sh
+. "$HERE/../users.sh"
+ensure_system_user "$KIOSK_USER" "edgevoice kiosk screen" /var/lib/edgevoice-kiosk
 for g in video render input; do ensure_group "$g"; add_member "$g" "$KIOSK_USER"; done
-if ! grep -q "^$KIOSK_USER:" "$R/etc/passwd"; then
-  gid="$(grep "^$KIOSK_USER:" "$R/etc/group" | cut -d: -f3)"
-  uid="$gid"
-  cut -d: -f3 "$R/etc/passwd" | grep -qx "$uid" && uid="$(free_id)"
-  echo "$KIOSK_USER:x:$uid:$gid:edgevoice kiosk screen:/var/lib/edgevoice-kiosk:/usr/sbin/nologin" >> "$R/etc/passwd"
-  echo "$KIOSK_USER:!*:19000::::::" >> "$R/etc/shadow"
-  log "kiosk user $KIOSK_USER ($uid:$gid)"
-fi
 
 # --- the unit and its launcher -----------------------------------------------------------
 install -d -m 0755 "$R/etc/systemd/system/multi-user.target.wants" "$R/opt/edgevoice/bin" \

@@ -2,10 +2,16 @@
 "use strict";
 
 (function () {
-  // ?theme=dark|light overrides the system's preference (a kiosk can pin one).
-  const theme = new URLSearchParams(location.search).get("theme");
-  if (theme === "dark" || theme === "light") {
-    document.documentElement.dataset.theme = theme;
+  // ?theme=dark|light pins a theme (a kiosk may); otherwise the system's preference, followed live.
+  const pinned = new URLSearchParams(location.search).get("theme");
+  const root = document.documentElement;
+  if (pinned === "dark" || pinned === "light") {
+    root.dataset.theme = pinned;
+  } else {
+    const light = window.matchMedia("(prefers-color-scheme: light)");
+    const follow = () => { root.dataset.theme = light.matches ? "light" : "dark"; };
+    follow();
+    light.addEventListener("change", follow);
   }
 
   // The login form returns to the page that sent the browser here.
