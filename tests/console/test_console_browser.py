@@ -245,6 +245,8 @@ async def _commands_and_metrics_reach_the_daemon(device: Device) -> None:
             assert message["ok"] and message["result"] == {"volume": 0.8}
         assert device.daemon.speaker is not None and device.daemon.speaker.volume == 0.8
         assert device.of(EventType.VOLUME_CHANGED)[-1].data["level"] == 0.8
+        if not device.of(EventType.METRICS_TURN):  # it follows reply.done
+            await device.wait_for(EventType.METRICS_TURN)
         async with http.get(console.url + "/metrics") as response:
             text = await response.text()
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
