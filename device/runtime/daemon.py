@@ -336,13 +336,13 @@ class Daemon(DeviceActions):
         from edgevoice.device.console.server import ConsoleServer
         from edgevoice.device.identity import state_dir
 
-        self.console = ConsoleServer(
-            self.config.console, self.config.operator, bus=self.bus, target=FleetCommands(self),
-            desk=self.operator_desk, device_id=self.device_id,
-            state_dir=state_dir(self.config.device, self.root), telemetry=self.telemetry,
-            operator_words=lambda: self.config.llm.provider == "operator",
-        )
         try:
+            self.console = ConsoleServer(
+                self.config.console, self.config.operator, bus=self.bus, target=FleetCommands(self),
+                desk=self.operator_desk, device_id=self.device_id,
+                state_dir=state_dir(self.config.device, self.root), telemetry=self.telemetry,
+                operator_words=lambda: self.config.llm.provider == "operator",
+            )
             await self.console.start()
         except ConsoleError as err:
             # The device still talks; only its screen and operator desk are missing.
