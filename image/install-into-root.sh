@@ -50,35 +50,10 @@ log() { printf '[install-into-root] %s\n' "$*" >&2; }
 
 # --- the service user and its groups, in ROOT's own /etc (not the build host's) ----------
 mkdir -p "$R/etc"
-touch "$R/etc/passwd" "$R/etc/group"
-[ -e "$R/etc/shadow" ] || { touch "$R/etc/shadow"; chmod 0640 "$R/etc/shadow"; }
-free_id() {  # the first id in 900-999 free in both passwd and group
-  local id
-  for id in $(seq 999 -1 900); do
-    cut -d: -f3 "$R/etc/passwd" "$R/etc/group" | grep -qx "$id" || { echo "$id"; return; }
-  done
-  echo "install-into-root: no free system id" >&2; exit 1
-}
-ensure_group() {
-  grep -q "^$1:" "$R/etc/group" || echo "$1:x:$(free_id):" >> "$R/etc/group"
-}
-add_member() {  # add user $2 to group $1's member list
-  awk -F: -v OFS=: -v g="$1" -v u="$2" '
-    $1 == g { n = split($4, m, ","); found = 0
-              for (i = 1; i <= n; i++) if (m[i] == u) found = 1
-              if (!found) $4 = ($4 == "" ? u : $4 "," u) }
-    { print }' "$R/etc/group" > "$R/etc/group.new" && cat "$R/etc/group.new" > "$R/etc/group" && rm "$R/etc/group.new"
-}
-ensure_group "$SERVICE_USER"
+# shellcheck source=image/users.sh
+. "$HERE/users.sh"
+ensure_system_user "$SERVICE_USER" "edgevoice daemon" /var/lib/edgevoice
 for g in audio gpio spi; do ensure_group "$g"; add_member "$g" "$SERVICE_USER"; done
-if ! grep -q "^$SERVICE_USER:" "$R/etc/passwd"; then
-  gid="$(grep "^$SERVICE_USER:" "$R/etc/group" | cut -d: -f3)"
-  uid="$gid"
-  cut -d: -f3 "$R/etc/passwd" | grep -qx "$uid" && uid="$(free_id)"
-  echo "$SERVICE_USER:x:$uid:$gid:edgevoice daemon:/var/lib/edgevoice:/usr/sbin/nologin" >> "$R/etc/passwd"
-  echo "$SERVICE_USER:!*:19000::::::" >> "$R/etc/shadow"
-  log "service user $SERVICE_USER ($uid:$gid)"
-fi
 owner() { [ "$AS_ROOT" -eq 1 ] && chown "$@" || true; }
 UIDGID="$(awk -F: -v u="$SERVICE_USER" '$1 == u { print $3 ":" $4 }' "$R/etc/passwd")"
 

@@ -33,7 +33,9 @@ from edgevoice.device.identity import (
     ensure_identity,
     identity_path,
     read_identity,
+    state_dir,
 )
+from edgevoice.errors import EdgeVoiceError
 from edgevoice.provisioning.bootfile import BOOT_SECRETS, BootConfig, BootConfigError, parse_boot_config
 from edgevoice.provisioning.files import (
     ChangeStatus,
@@ -258,6 +260,18 @@ def _live_actions(plan_: Plan) -> list[str]:
     return done
 
 
+def _console_tokens(config: Config, root: Path) -> None:
+    """The console's tokens, made now so a kiosk screen can log in at the first boot (the
+    daemon makes them at its first start otherwise)."""
+    from edgevoice.device.console.tokens import load_tokens
+
+    try:
+        load_tokens(config.console, state_dir(config.device, root))
+    except EdgeVoiceError as err:
+        _LOGGER.warning("console tokens not made now (%s); the daemon makes them at its first start",
+                        err.message)
+
+
 def provision(boot_path: Path, root: Path = Path("/"), *, dry_run: bool = False) -> ProvisionReport:
     """Check the boot file, then apply it under ``root`` (see the module docstring)."""
     plan_ = plan(boot_path, root)
@@ -281,6 +295,8 @@ def provision(boot_path: Path, root: Path = Path("/"), *, dry_run: bool = False)
         identity, created = Identity(device.id, IdentitySource.CONFIG), False
     else:
         identity, created = ensure_identity(device, root)
+    if plan_.config.console.enabled:
+        _console_tokens(plan_.config, root)
     record = _scrub_boot_file(plan_.boot)
     live = _live_actions(plan_) if root.resolve() == Path("/") else []
     return ProvisionReport(str(boot_path), False, tuple(reports), identity,

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from edgevoice.device.agents.actions import DeviceActions
 from edgevoice.device.agents.base import AgentClient
 from edgevoice.device.agents.errors import AgentConfigError
 from edgevoice.device.config.schema import Config
 
-PROVIDERS = ("agent", "openai", "ollama", "homeassistant", "local")
+if TYPE_CHECKING:
+    from edgevoice.device.console.desk import OperatorDesk
+
+PROVIDERS = ("agent", "openai", "ollama", "homeassistant", "local", "operator")
 
 
 def build_agent(
@@ -19,13 +24,15 @@ def build_agent(
     *,
     resource_id: str | None = None,
     now: Callable[[], datetime] | None = None,
+    operator_desk: OperatorDesk | None = None,
 ) -> AgentClient:
     """The agent client for ``config.llm.provider``.
 
     ``actions`` lets tools and the local agent act on the device (volume, end, start over,
     GPIO outputs); without it only the current-time tool is offered. ``resource_id``
     overrides ``[device] resource_id`` (e.g. set by provisioning). ``now`` is the clock
-    for the time tool and the local agent (tests).
+    for the time tool and the local agent (tests). ``operator_desk`` is where the
+    ``operator`` provider finds the people answering (the console's desk).
     """
     llm = config.llm
     provider = llm.provider
@@ -54,4 +61,12 @@ def build_agent(
 
         return LocalAgentClient(config.local, llm, actions, now=now,
                                 answer_score=config.knowledge.answer_score)
+    if provider == "operator":
+        from edgevoice.device.agents.operator import OperatorAgentClient
+
+        def fallback(name: str) -> AgentClient:
+            other = dataclasses.replace(config, llm=dataclasses.replace(llm, provider=name))
+            return build_agent(other, actions, resource_id=resource_id, now=now)
+
+        return OperatorAgentClient(config.operator, llm, operator_desk, fallback)
     raise AgentConfigError(f"unknown [llm] provider {provider!r}; use one of {', '.join(PROVIDERS)}")

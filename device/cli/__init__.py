@@ -34,6 +34,7 @@ COMMANDS = (
     "edgevoice.device.cli.transcribe_cmd",
     "edgevoice.device.cli.knowledge_cmd",
     "edgevoice.device.cli.array_cmd",
+    "edgevoice.device.cli.console_cmd",
 )
 
 

@@ -33,6 +33,10 @@ from edgevoice.device.config.sections.audio import (
     RoomConfig,
     WavConfig,
 )
+from edgevoice.device.config.sections.console import (
+    ConsoleConfig,
+    OperatorConfig,
+)
 from edgevoice.device.config.sections.echo import (
     AecConfig,
     BargeInConfig,
@@ -57,6 +61,7 @@ __all__ = [
     "AsrConfig",
     "AudioConfig",
     "BargeInConfig",
+    "ConsoleConfig",
     "ConversationConfig",
     "DeviceConfig",
     "EarconsConfig",
@@ -74,6 +79,7 @@ __all__ = [
     "MqttConfig",
     "OllamaConfig",
     "OpenaiConfig",
+    "OperatorConfig",
     "RoomConfig",
     "TtsConfig",
     "VadConfig",
@@ -101,6 +107,8 @@ class Config:
     arbitration: ArbitrationConfig = section(ArbitrationConfig)
     esphome: EsphomeConfig = section(EsphomeConfig)
     gpio: GpioConfig = section(GpioConfig)
+    console: ConsoleConfig = section(ConsoleConfig)
+    operator: OperatorConfig = section(OperatorConfig)
     conversation: ConversationConfig = section(ConversationConfig)
     models: ModelsConfig = section(ModelsConfig)
     tts: TtsConfig = section(TtsConfig)

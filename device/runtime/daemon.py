@@ -105,6 +105,8 @@ class Daemon:
         self.timers: Any = None  # edgevoice.device.timers.service.TimerService once started
         self.announcer = Announcer(self)
         self.esphome: Any = None
+        self.console: Any = None
+        self.operator_desk: Any = None
         self._agent_swap: asyncio.Future[None] | None = None
         self._volume_save: asyncio.TimerHandle | None = None
         self._volume_to_save: float | None = None
@@ -153,7 +155,11 @@ class Daemon:
         await asyncio.to_thread(release_memory)
         replies = reply_speaker(self.speaker, synthesizer, self.bus, config.tts)
         earcons = Earcons(self.speaker, enabled_earcons(config.earcons), config.earcons.level)
-        self.agent = build_agent(config, self.control)
+        if config.console.enabled:
+            from edgevoice.device.console.desk import OperatorDesk
+
+            self.operator_desk = OperatorDesk(config.operator.quick_replies)
+        self.agent = build_agent(config, self.control, operator_desk=self.operator_desk)
         await self._open_knowledge()
         self.conversation = Conversation(
             bus=self.bus,
@@ -184,6 +190,8 @@ class Daemon:
         self._install_signals(loop)
         if config.esphome.enabled:  # serving before READY=1: HA may connect at once
             await self._start_esphome()
+        if config.console.enabled:  # before READY=1: a kiosk screen may be waiting for it
+            await self._start_console()
         self.ready.set()
         self.notifier.ready(f"listening ({config.listen.mode})")
         self.bus.emit(
@@ -234,6 +242,9 @@ class Daemon:
         if self.esphome is not None:
             with contextlib.suppress(Exception):
                 await self.esphome.stop()
+        if self.console is not None:
+            with contextlib.suppress(Exception):
+                await self.console.stop()
         if self.conversation is not None:
             await self.conversation.close()
         if self.duplex is not None:
@@ -395,6 +406,27 @@ class Daemon:
         self.esphome = EsphomeSurface(section, device_id=self.device_id, device_name=self.config.device.name,
                                       version=__version__, control=host, bus=self.bus, bridge=bridge)
         await self.esphome.start()
+
+    # --- the console ----------------------------------------------------------------------
+
+    async def _start_console(self) -> None:
+        from edgevoice.device.console.errors import ConsoleError
+        from edgevoice.device.console.server import ConsoleServer
+        from edgevoice.device.identity import state_dir
+
+        try:
+            self.console = ConsoleServer(
+                self.config.console, self.config.operator, bus=self.bus, target=self.control,
+                desk=self.operator_desk, device_id=self.device_id,
+                state_dir=state_dir(self.config.device, self.root), telemetry=self.telemetry,
+                operator_words=lambda: self.config.llm.provider == "operator",
+            )
+            await self.console.start()
+        except ConsoleError as err:
+            # The device still talks; only its screen and operator desk are missing.
+            _LOGGER.error("console not started: %s", err.message)
+            self.bus.emit(EventType.ERROR, source="console", code=err.code, message=err.message)
+            self.console = None
 
     def telemetry(self) -> Mapping[str, Any]:
         data: dict[str, Any] = {}

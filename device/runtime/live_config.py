@@ -143,12 +143,18 @@ def _agent(daemon: Daemon, old: Config, new: Config) -> None:
     from edgevoice.device.agents import build_agent
 
     try:
-        agent = build_agent(new, daemon.control)
+        agent = build_agent(new, daemon.control, operator_desk=daemon.operator_desk)
     except Exception as err:
         _LOGGER.error("reload: the agent settings were not applied, keeping the running agent: %s", err)
         daemon.bus.emit(EventType.ERROR, source="config", code="agent_config_invalid", message=str(err))
         return
     daemon.swap_agent_soon(agent)
+
+
+def _console(daemon: Daemon, old: Config, new: Config) -> None:
+    """The console reads its section at use (each event, each new socket)."""
+    if daemon.console is not None:
+        daemon.console.apply_config(new.console, new.operator)
 
 
 async def swap_agent_when_idle(daemon: Daemon, agent: AgentClient) -> None:
@@ -290,7 +296,9 @@ def _table() -> dict[str, tuple[Applier, ...]]:
                                             "idle_timeout_ms")),
                   *(f"homeassistant.{k}" for k in ("url", "token", "language", "agent_id",
                                                    "timeout_ms", "verify_tls")),
-                  "local.word_delay_ms", "local.name")),
+                  "local.word_delay_ms", "local.name", "operator.fallback", "operator.timeout_s")),
+        (_console, ("console.transcripts", "console.command_rate", "console.command_burst",
+                    "console.allowed_origins", "operator.quick_replies")),
         (_listener, ("vad.threshold", "vad.release_threshold", "vad.energy_margin_db",
                      "vad.idle_gate_db", "endpoint.min_speech_ms", "endpoint.end_silence_ms",
                      "endpoint.max_turn_s", "endpoint.pre_roll_ms", "listen.wake_timeout_s",

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Files that are the package's at run time: code, typing marker and the data patterns
 # pyproject's package-data names. Anything else in a code folder (a C source, a README)
 # is not expected in the wheel.
-RUNTIME_SUFFIXES = {".py", ".pyi", ".json", ".toml", ".wav", ".conf"}
+RUNTIME_SUFFIXES = {".py", ".pyi", ".json", ".toml", ".wav", ".conf", ".html", ".css", ".js"}
 
 
 def _package_dirs() -> dict[str, str]:

@@ -246,3 +246,19 @@ def test_cli_end_to_end(tmp_path: Path) -> None:
     assert "config" in result.stdout and "secrets removed" in result.stdout
     for secret in (PASSPHRASE, MQTT_PASSWORD, API_KEY):
         assert secret not in result.stdout + result.stderr
+
+
+def test_a_boot_file_turning_the_console_on_makes_its_tokens(tmp_path: Path) -> None:
+    root, boot = make_root(tmp_path)
+    provision(write_boot(boot, BOOT + "\n[console]\nenabled = true\ntranscripts = true\n"), root)
+    state = root / "var/lib/edgevoice"
+    tokens = [(state / name).read_text().strip() for name in ("console-token", "console-captions-token")]
+    assert all(len(t) >= 40 for t in tokens) and tokens[0] != tokens[1]
+    assert stat.S_IMODE((state / "console-token").stat().st_mode) == 0o600
+    assert load_config(root / "etc/edgevoice/config.toml").config.console.transcripts
+
+
+def test_without_the_console_no_token_is_made(tmp_path: Path) -> None:
+    root, boot = make_root(tmp_path)
+    provision(write_boot(boot), root)
+    assert not (root / "var/lib/edgevoice/console-token").exists()

@@ -35,8 +35,9 @@ class LlmConfig:
     provider: str = setting(
         "local",
         "Agent provider: agent (HTTP agent contract), openai (any /chat/completions), "
-        "ollama, homeassistant (Assist), local (built in, no server).",
-        choices=("agent", "openai", "ollama", "homeassistant", "local"),
+        "ollama, homeassistant (Assist), local (built in, no server), operator (a person "
+        "answers from the console's /operator page; see [operator]).",
+        choices=("agent", "openai", "ollama", "homeassistant", "local", "operator"),
     )
     system_prompt: str = setting(
         "You are a helpful voice assistant on a small device. Answer in short spoken "
