@@ -103,9 +103,10 @@ class AsrConfig:
     """Speech recognition (docs/hearing.md)."""
 
     engine: str = setting(
-        "auto", "auto (vosk when a vosk model for device.language is on the device, else "
-        "pocketsphinx's bundled English, with a warning), vosk, or pocketsphinx.",
-        choices=("auto", "vosk", "pocketsphinx"), restart=True,
+        "auto", "auto (vosk when a vosk model for device.language is on the device; else, for "
+        "English, Moonshine tiny-en when installed; else pocketsphinx's bundled English, with a "
+        "warning), vosk, moonshine or pocketsphinx.",
+        choices=("auto", "vosk", "moonshine", "pocketsphinx"), restart=True,
     )
     model: str = setting(
         "", "Model: registry name or path of the model folder. Empty: the first installed "
