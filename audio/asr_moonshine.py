@@ -57,9 +57,10 @@ _LOGGER = logging.getLogger(__name__)
 MODEL_FILES = ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin")
 PARTIAL_INTERVAL_S = 0.5  # re-decode for a partial at most every 0.5 s of new audio
 PARTIAL_WINDOW_S = 8.0  # and at most the last 8 s of the turn
-SPAN_LEAD_S = 0.05  # audio kept before the first loud 10 ms (see speech_span)
+SPAN_LEAD_S = 0.03  # audio kept before the first loud 10 ms (see speech_span)
 SPAN_TAIL_S = 0.2  # and after the last
 GRAMMAR_MAX_DISTANCE = 0.34  # word edits per phrase word still taken as that phrase
+_QUIET_LEVEL = 30.0  # dB over one LSB: -60 dBFS, below which nothing is speech
 _MIN_DECODE_SAMPLES = SAMPLE_RATE // 10  # Moonshine needs ~0.1 s to say anything at all
 _WORD = re.compile(r"[^\w']+")
 _MODEL_ARCH_TINY = 0  # moonshine_voice.ModelArch.TINY
@@ -87,17 +88,19 @@ def speech_span(pcm: Pcm, lead_s: float = SPAN_LEAD_S, tail_s: float = SPAN_TAIL
     little after the last. Moonshine makes words up out of leading silence ("you" before
     the turn's 300 ms pre-roll: 2 of 3 clear piper phrases got one) and hears the first
     word worse after it; cut there, they read right. Loud is 12 dB over the quietest
-    tenth of the audio and within 35 dB of its peak, so room noise is not speech."""
+    tenth of the audio and within 35 dB of its peak, so room noise is not speech; audio
+    with nothing loud (silence, steady noise) has no span at all."""
     frame = SAMPLE_RATE // 100
     count = len(pcm) // frame
     if count == 0:
-        return 0, len(pcm)
+        return 0, 0
     blocks = pcm[:count * frame].astype(np.float64).reshape(count, frame)
     level = 10 * np.log10(np.mean(blocks * blocks, axis=1) + 1.0)
-    threshold = max(float(np.percentile(level, 10)) + 12.0, float(level.max()) - 35.0)
+    threshold = max(float(np.percentile(level, 10)) + 12.0, float(level.max()) - 35.0,
+                    _QUIET_LEVEL)
     loud = np.flatnonzero(level > threshold)
     if len(loud) == 0:
-        return 0, len(pcm)
+        return 0, 0  # nothing but steady noise or silence: Moonshine would say "you"
     return (max(0, int(loud[0]) * frame - round(lead_s * SAMPLE_RATE)),
             min(len(pcm), (int(loud[-1]) + 1) * frame + round(tail_s * SAMPLE_RATE)))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,10 @@ class Person:
             if heard is None:
                 report.problems.append(f"line {index + 1} ({line.text!r}) was not heard as a turn")
                 return
+            text = str(heard.data.get("text", ""))
+            report.lines_said[-1]["heard"] = text
+            if spoken_words(text) != spoken_words(line.text):
+                report.problems.append(f"line {index + 1} ({line.text!r}) was heard as {text!r}")
             next_over = index + 1 < len(script) and script[index + 1].barge_in_after_s is not None
             if next_over:
                 continue
@@ -113,6 +118,11 @@ class Person:
             if done is None:
                 report.problems.append(f"line {index + 1}: the reply never finished")
                 return
+
+
+def spoken_words(text: str) -> list[str]:
+    """The words of a line as a recognizer writes them: lower case, no punctuation."""
+    return re.sub(r"[^\w' ]+", " ", text.lower()).split()
 
 
 def synthesize_lines(config_voice: str, models_dir: str | None, script: tuple[Line, ...]) -> dict[str, Pcm]:
