@@ -243,6 +243,13 @@ class MoonshineEngine(AsrEngine):
         self._session = _MoonshineSession(self)
         return self._session
 
+    def transcribe(self, pcm: Pcm, *, chunk_samples: int = 1600) -> AsrResult:
+        """A whole utterance in one decode: no partials to make on the way."""
+        session = self.start()
+        assert isinstance(session, _MoonshineSession)
+        session.take(pcm)
+        return session.finish()
+
     def warm_up(self, pcm: Pcm) -> None:
         """onnxruntime's first run allocates its arenas: pay that before the first turn."""
         self.decode(pcm).result()
@@ -308,6 +315,13 @@ class _MoonshineSession(AsrSession):
                 and self._samples - self._decoded_at >= interval):
             self._start_partial()
         return changed
+
+    def take(self, pcm: Pcm) -> None:
+        """Audio for the final pass only (a whole recording: no partials)."""
+        if not self._open:
+            raise AsrError("this recognition session is finished")
+        self._chunks.append(np.asarray(pcm, dtype=np.int16))
+        self._samples += len(pcm)
 
     def _start_partial(self) -> None:
         window = round(self._engine.partial_window_s * SAMPLE_RATE)
