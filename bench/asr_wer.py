@@ -149,7 +149,7 @@ def _echo_cancelled(near: np.ndarray, level: float, seed: int) -> Pcm:
     from edgevoice.audio.aec import PERIOD_SAMPLES, create_canceller
 
     device = piper_speech(_DEVICE_TEXT).astype(np.float64)
-    lead = round(1.0 * SAMPLE_RATE)  # the device talks for 1 s before the person does
+    lead = round(3.0 * SAMPLE_RATE)  # the device talks 3 s before the person does (the canceller converges)
     total = lead + len(near)
     reference = np.zeros(total)
     reference[:min(total, len(device))] = device[:total]
@@ -245,6 +245,34 @@ def latency_ms(engine: AsrEngine, items: list[Utterance]) -> list[float]:
     return out
 
 
+def front_end_lag_ms(engine: AsrEngine, items: list[Utterance]) -> tuple[float, float]:
+    """A thread standing in for the front end wakes every 10 ms while ``engine`` decodes
+    ``items`` back to back on this thread: how late its wake-ups are (median, max), which
+    is what an engine that holds the GIL costs the front end (CPU contention too: the
+    machine has 2 cores)."""
+    import threading
+
+    late: list[float] = []
+    stop = threading.Event()
+
+    def tick() -> None:
+        due = time.monotonic()
+        while not stop.is_set():
+            due += 0.01
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            late.append(max(0.0, time.monotonic() - due) * 1000)
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    for item in items:
+        engine.transcribe(item.audio)
+    stop.set()
+    ticker.join()
+    return float(np.median(late)), float(max(late))
+
+
 def idle_rss() -> str:
     """A fresh process: piper voice, Silero VAD and Moonshine loaded, nothing running."""
     code = (
@@ -306,25 +334,28 @@ def main() -> None:
                 tally[1] += len(said)
             if args.verbose and e:
                 print(f"  {name} {u.voice}/{u.speed} {u.condition}: {u.text!r} -> {heard!r}")
-        lat = latency_ms(engine, [u for u in items if u.condition == "clean"][:args.latency]) \
-            if not grammar_only else []
-        rows.append((name, engine.model_name, scored, cpu / max(audio_s, 1e-9), lat, added, load_s))
+        clean = [u for u in items if u.condition == "clean"][:args.latency]
+        lat = latency_ms(engine, clean) if not grammar_only else []
+        lag = front_end_lag_ms(engine, clean) if not grammar_only else (0.0, 0.0)
+        rows.append((name, engine.model_name, scored, cpu / max(audio_s, 1e-9), lat, added, load_s, lag))
         engine.close()
         print(f"{name}: done in {time.monotonic() - started:.0f} s", flush=True)
     print()
     header = ("| engine | model | set | " + " | ".join(CONDITIONS)
-              + " | all | RTF | final after end of turn, median (max) | RSS added | load |")
+              + " | all | RTF | final after end of turn, median (max) | 10 ms tick late, median (max)"
+              " | RSS added | load |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    for name, model, scored, rtf, lat, added, load_s in rows:
+    for name, model, scored, rtf, lat, added, load_s, lag in rows:
         for held_back in (False, True):
             cells = []
             for cond in (*CONDITIONS, "all"):
                 e, n = scored.get((held_back, cond), (0, 0))
                 cells.append(f"{100 * e / n:.1f}%" if n else "-")
             latency = f"{np.median(lat):.0f} ms ({max(lat):.0f})" if lat else "-"
+            ticks = f"{lag[0]:.1f} ms ({lag[1]:.0f})" if lat else "-"
             print(f"| {name} | {model} | {'held back' if held_back else 'tuning'} | " + " | ".join(cells)
-                  + f" | {rtf:.3f} | {latency} | {added:.0f} MB | {load_s:.1f} s |")
+                  + f" | {rtf:.3f} | {latency} | {ticks} | {added:.0f} MB | {load_s:.1f} s |")
     print()
     print(f"idle RSS, TTS + VAD + ASR in a fresh process: {idle_rss()}")
     print(f"total {time.monotonic() - t0:.0f} s")
