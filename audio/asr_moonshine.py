@@ -38,6 +38,7 @@ from queue import SimpleQueue
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from edgevoice.audio.asr import (
     DEFAULT_LOW_CONFIDENCE,
@@ -151,9 +152,10 @@ class _Decoder:
         begin, end = speech_span(pcm)
         if end - begin < _MIN_DECODE_SAMPLES:
             return "", []
-        audio = np.ascontiguousarray(pcm[begin:end], dtype=np.float32) / np.float32(32768.0)
+        audio: npt.NDArray[np.float32] = np.ascontiguousarray(pcm[begin:end], dtype=np.float32)
+        audio /= np.float32(32768.0)
         offset = begin / SAMPLE_RATE
-        buffer = (ctypes.c_float * len(audio)).from_buffer(audio)
+        buffer = audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float))  # audio outlives the call
         # The bindings' own transcribe_without_streaming builds the ctypes array from a
         # Python list, one float at a time with the GIL held (~10 ms per second of audio):
         # hand the library the numpy buffer instead, through the same C entry point.
@@ -220,7 +222,7 @@ class MoonshineEngine(AsrEngine):
         self.model_path = model_folder(Path(model_path))
         self.partial_interval_s = partial_interval_s
         self.partial_window_s = partial_window_s
-        self._decoder = _Decoder(self.model_path, word_timestamps)
+        self._decoder: _Decoder | None = _Decoder(self.model_path, word_timestamps)
         self._grammar: tuple[str, ...] = ()
         self._session: _MoonshineSession | None = None
         self._jobs: SimpleQueue[_Job | None] = SimpleQueue()
