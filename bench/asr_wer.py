@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from support.hearing_audio import espeak_speech, piper_speech, rms_dbfs
 
 from edgevoice.audio.asr import AsrEngine
+from edgevoice.audio.asr_moonshine import word_distance
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.room import synthetic_impulse_response
 
@@ -88,15 +89,6 @@ def words(text: str) -> list[str]:
     for w in re.sub(r"[^\w' ]+", " ", text.lower().replace("-", " ")).split():
         out.append(_NUMBERS.get(w, w))
     return out
-
-
-def edits(a: list[str], b: list[str]) -> int:
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[len(b)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +319,7 @@ def main() -> None:
             cpu += time.process_time() - c0
             audio_s += len(u.audio) / SAMPLE_RATE
             said = words(u.text)
-            e = edits(words(heard), said)
+            e = word_distance(words(heard), said)
             for key in ((u.held_back, u.condition), (u.held_back, "all")):
                 tally = scored.setdefault(key, [0, 0])
                 tally[0] += e

@@ -2,9 +2,8 @@
 
 The daemon runs in the test's event loop on a :class:`SimulatedRoom` at speed 0
 (virtual time: nothing is dropped, the run goes as fast as the machine allows), with
-the real models (Silero VAD, the bundled Moonshine English with the phrases as its
-grammar, the bundled piper voice). A scripted person says lines into the room; tests
-wait for the daemon's events.
+the real models (Silero VAD, the ASR fallback, the bundled piper voice). A scripted
+person says lines into the room; tests wait for the daemon's events.
 """
 
 from __future__ import annotations
@@ -117,7 +116,7 @@ async def running_device(
         "mqtt.url=",
         "gpio.enabled=false",
         "conversation.session_idle_reset_s=0",
-        "asr.engine=moonshine",
+        "asr.engine=pocketsphinx",
         f"asr.grammar={grammar}",
         "llm.provider=agent",
         *extra,
