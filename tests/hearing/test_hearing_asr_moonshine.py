@@ -212,3 +212,27 @@ def test_a_folder_without_the_model_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "encoder_model.ort").write_bytes(b"")
     with pytest.raises(EdgeVoiceError, match="decoder_model_merged.ort, tokenizer.bin missing"):
         model_folder(tmp_path)
+
+
+def test_no_decode_while_recognition_is_held(moonshine_engine: MoonshineEngine) -> None:
+    """While the device speaks and a barge-in is being decided the listener holds the
+    turn's audio: Moonshine gets none of it, so no partial decode competes for the CPU;
+    once the hold lifts, the held audio is heard first."""
+    speech = piper_speech("please tell me a story")
+    scene = place([(0.5, speech)], 0.5 + len(speech) / SAMPLE_RATE + 1.2, snr_db=40.0, seed=4)
+    listener = Listener(VoiceActivity(EnergyVad()), moonshine_engine,
+                        endpoint=EndpointSettings(end_silence_ms=600, pre_roll_ms=300))
+    pieces = frames(scene.audio)
+    held_until = round((0.5 + len(speech) / SAMPLE_RATE * 0.7) * SAMPLE_RATE / 160)
+    events = []
+    with CountingEngine(moonshine_engine) as counting:
+        listener.hold_recognition = True
+        for f in pieces[:held_until]:
+            events.extend(listener.process(f))
+        assert listener.in_turn and counting.queued == []
+        listener.hold_recognition = False
+        for f in pieces[held_until:]:
+            events.extend(listener.process(f))
+    (final,) = [e for e in events if isinstance(e, FinalTranscript)]
+    assert final.text == "please tell me a story"
+    assert counting.queued
