@@ -34,6 +34,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -283,11 +284,30 @@ def idle_rss() -> str:
     return done.stdout.strip() or done.stderr.strip().splitlines()[-1]
 
 
+def print_rows(rows: list[Any], *, header: bool) -> None:
+    if header:
+        head = ("| engine | model | set | " + " | ".join(CONDITIONS)
+                + " | all | RTF | final after end of turn, median (max) | 10 ms tick late, median (max)"
+                " | RSS added | load |")
+        print(head)
+        print("|" + "---|" * (head.count("|") - 1))
+    for name, model, scored, rtf, lat, added, load_s, lag in rows:
+        for held_back in (False, True):
+            cells = []
+            for cond in (*CONDITIONS, "all"):
+                e, n = scored.get((held_back, cond), (0, 0))
+                cells.append(f"{100 * e / n:.1f}%" if n else "-")
+            latency = f"{np.median(lat):.0f} ms ({max(lat):.0f})" if lat else "-"
+            ticks = f"{lag[0]:.1f} ms ({lag[1]:.0f})" if lat else "-"
+            print(f"| {name} | {model} | {'held back' if held_back else 'tuning'} | " + " | ".join(cells)
+                  + f" | {rtf:.3f} | {latency} | {ticks} | {added:.0f} MB | {load_s:.1f} s |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="48 utterances instead of 240")
-    parser.add_argument("--engines", default="pocketsphinx,pocketsphinx-grammar,moonshine,vosk")
+    parser.add_argument("--engines", default="moonshine,pocketsphinx-grammar,vosk,pocketsphinx")
     parser.add_argument("--latency", type=int, default=12, help="utterances for the latency test")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
@@ -332,22 +352,9 @@ def main() -> None:
         rows.append((name, engine.model_name, scored, cpu / max(audio_s, 1e-9), lat, added, load_s, lag))
         engine.close()
         print(f"{name}: done in {time.monotonic() - started:.0f} s", flush=True)
+        print_rows(rows[-1:], header=True)
     print()
-    header = ("| engine | model | set | " + " | ".join(CONDITIONS)
-              + " | all | RTF | final after end of turn, median (max) | 10 ms tick late, median (max)"
-              " | RSS added | load |")
-    print(header)
-    print("|" + "---|" * (header.count("|") - 1))
-    for name, model, scored, rtf, lat, added, load_s, lag in rows:
-        for held_back in (False, True):
-            cells = []
-            for cond in (*CONDITIONS, "all"):
-                e, n = scored.get((held_back, cond), (0, 0))
-                cells.append(f"{100 * e / n:.1f}%" if n else "-")
-            latency = f"{np.median(lat):.0f} ms ({max(lat):.0f})" if lat else "-"
-            ticks = f"{lag[0]:.1f} ms ({lag[1]:.0f})" if lat else "-"
-            print(f"| {name} | {model} | {'held back' if held_back else 'tuning'} | " + " | ".join(cells)
-                  + f" | {rtf:.3f} | {latency} | {ticks} | {added:.0f} MB | {load_s:.1f} s |")
+    print_rows(rows, header=True)
     print()
     print(f"idle RSS, TTS + VAD + ASR in a fresh process: {idle_rss()}")
     print(f"total {time.monotonic() - t0:.0f} s")
