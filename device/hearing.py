@@ -165,7 +165,8 @@ def build_asr(asr: AsrConfig, language: str, models_dir: str | Path | None = Non
         from edgevoice.audio.asr_moonshine import MoonshineEngine
 
         return MoonshineEngine(loc.path, model_name=loc.name, language=loc.language or language,
-                               grammar=asr.grammar, low_confidence=asr.low_confidence)
+                               grammar=asr.grammar, low_confidence=asr.low_confidence,
+                               partial_interval_s=asr.partial_interval_ms / 1000)
     from edgevoice.audio.asr_vosk import VoskEngine
 
     return VoskEngine(loc.path, model_name=loc.name, language=loc.language or language,

@@ -89,9 +89,10 @@ def test_explicit_moonshine_engine_and_what_to_install_without_it(
 
 def test_build_asr_builds_moonshine_with_the_grammar(moonshine_engine: object) -> None:
     engine = hearing.build_asr(AsrConfig(engine="moonshine", grammar=("Turn on the light!",),
-                                         low_confidence=0.4), "en")
+                                         low_confidence=0.4, partial_interval_ms=800), "en")
     try:
         assert isinstance(engine, MoonshineEngine)
+        assert engine.partial_interval_s == 0.8
         assert engine.grammar == ("turn on the light",) and engine.low_confidence == 0.4
         assert engine.info.engine == "moonshine" and engine.info.model == "moonshine-tiny-en"
     finally:

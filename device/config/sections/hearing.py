@@ -130,6 +130,12 @@ class AsrConfig:
         "Keep it below endpoint.end_silence_ms. 0: the final pass runs at the turn's end.",
         minimum=0, maximum=10000,
     )
+    partial_interval_ms: int = setting(
+        500, "Moonshine (not a streaming engine): re-decode the turn so far for a partial "
+        "transcript at most this often, in ms of new audio (one decode at a time, on its own "
+        "thread). Raise it to spend less CPU on partials; 0: no partials.",
+        minimum=0, maximum=10000, restart=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
