@@ -4,8 +4,8 @@ The person's lines are synthesized with the bundled voice (slower, so they are n
 the device's own), put into the room at the moments the script decides from the
 daemon's events, and heard through the same microphone as the device's echo. The
 person asks a few questions and, once, talks over the device's reply. The run
-passes when every line was heard as a turn, every turn was answered out loud, and
-the talk-over was taken as a barge-in.
+passes when every line was heard as a turn with the words said (case and punctuation
+aside), every turn was answered out loud, and the talk-over was taken as a barge-in.
 """
 
 from __future__ import annotations
