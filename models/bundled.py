@@ -96,6 +96,20 @@ BUNDLED: tuple[BundledModel, ...] = (
         description="CMU Sphinx US English acoustic model, language model and dictionary",
     ),
     BundledModel(
+        name="moonshine-tiny-en",
+        kind=ModelKind.ASR,
+        engine="moonshine",
+        language="en",
+        package="moonshine_voice",
+        distribution="moonshine-voice",
+        # moonshine-voice 0.1.0 carries the model; 0.1.3 and later download it instead.
+        relpath="assets/tiny-en",
+        companions=("tiny-en/encoder_model.ort", "tiny-en/decoder_model_merged.ort",
+                    "tiny-en/tokenizer.bin"),
+        licence="MIT",
+        description="Moonshine tiny English (quantized .ort encoder and decoder, tokenizer)",
+    ),
+    BundledModel(
         name="silero-vad",
         kind=ModelKind.VAD,
         engine="silero",

