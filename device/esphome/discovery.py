@@ -10,6 +10,8 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+from edgevoice.device.esphome.messages import ESPHOME_VERSION
+
 SERVICE_TYPE = "_esphomelib._tcp.local."
 NOISE_NAME = "Noise_NNpsk0_25519_ChaChaPoly_SHA256"
 
@@ -19,7 +21,6 @@ def service_info(node: str, friendly_name: str, mac: str, port: int, version: st
     """The zeroconf ServiceInfo the device registers (built without any network traffic)."""
     from zeroconf import ServiceInfo
 
-    from edgevoice.device.esphome.server import ESPHOME_VERSION
 
     properties = {
         "version": ESPHOME_VERSION,

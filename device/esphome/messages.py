@@ -13,6 +13,8 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+ESPHOME_VERSION = "2025.4.0"  # the firmware release whose API the device speaks (1.10)
+
 
 @cache
 def id_to_class() -> dict[int, type[Message]]:

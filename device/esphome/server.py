@@ -22,7 +22,7 @@ from edgevoice.device.config.sections.esphome import EsphomeConfig, decode_key
 from edgevoice.device.esphome import entities
 from edgevoice.device.esphome.background import Background
 from edgevoice.device.esphome.entities import Command, CommandKind, DeviceView
-from edgevoice.device.esphome.messages import make
+from edgevoice.device.esphome.messages import ESPHOME_VERSION, make
 from edgevoice.device.esphome.session import ApiSession
 from edgevoice.device.esphome.voice import FEATURES, VoiceBridge
 from edgevoice.device.events import Event, EventBus, EventType
@@ -30,7 +30,6 @@ from edgevoice.errors import EdgeVoiceError
 
 _LOGGER = logging.getLogger(__name__)
 
-ESPHOME_VERSION = "2025.4.0"  # the firmware release whose API the device speaks (1.10)
 STATE_EVENTS = frozenset({EventType.VOLUME_CHANGED, EventType.MIC_MUTED, EventType.STATE_CHANGED,
                           EventType.METRICS_TURN, EventType.AEC_STATUS})
 

@@ -206,3 +206,19 @@ def pack(paragraphs: list[str], chunk_chars: int) -> list[str]:
         else:
             out.append(piece)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One chunk the FTS query found, with its BM25 score (higher is better)."""
+
+    rowid: int
+    bm25: float
+    key: str
+    kind: ChunkKind
+    path: str
+    heading: str
+    question: str
+    body: str
+    terms: frozenset[str]
+    phrasings: tuple[frozenset[str], ...]  # Q/A: the content terms of each question phrasing

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgevoice.device.knowledge.chunking import SUFFIXES, Chunk, ChunkKind, chunk_file
+from edgevoice.device.knowledge.chunking import SUFFIXES, Candidate, Chunk, ChunkKind, chunk_file
 from edgevoice.device.knowledge.errors import (
     KnowledgeError,
     KnowledgeIndexError,
@@ -71,22 +71,6 @@ class BuildReport:
                 "rechunked": list(self.rechunked), "removed": list(self.removed),
                 "from_scratch": self.from_scratch, "seconds": round(self.seconds, 4),
                 "warnings": list(self.warnings)}
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """One chunk the FTS query found, with its BM25 score (higher is better)."""
-
-    rowid: int
-    bm25: float
-    key: str
-    kind: ChunkKind
-    path: str
-    heading: str
-    question: str
-    body: str
-    terms: frozenset[str]
-    phrasings: tuple[frozenset[str], ...]  # Q/A: the content terms of each question phrasing
 
 
 @dataclass(slots=True)

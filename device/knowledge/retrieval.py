@@ -17,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from edgevoice.device.knowledge.chunking import Chunk, ChunkKind
-from edgevoice.device.knowledge.index import Candidate
+from edgevoice.device.knowledge.chunking import Candidate, Chunk, ChunkKind
 
 # Function words and question scaffolding: they would match every chunk.
 STOPWORDS = frozenset([

@@ -13,6 +13,7 @@ from edgevoice.audio.hearing.listener import WakeWordDetected
 from edgevoice.device.hardware.gpio import LedPattern
 from edgevoice.device.mqtt.arbitration import WakeArbiter
 from edgevoice.device.mqtt.election import Verdict
+from edgevoice.device.runtime.leds import LED_FOR_STATE
 
 if TYPE_CHECKING:
     from edgevoice.device.runtime.daemon import Daemon
@@ -43,7 +44,6 @@ def attach_arbiter(daemon: Daemon, arbiter: WakeArbiter) -> None:
 
 
 def show_stood_down(daemon: Daemon) -> None:
-    from edgevoice.device.runtime.daemon import LED_FOR_STATE
 
     leds = [led for led in (daemon._led, daemon._ring) if led is not None]  # the daemon's own LEDs
     for led in leds:

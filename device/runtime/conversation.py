@@ -23,10 +23,8 @@ import dataclasses
 import logging
 import time
 import traceback
-import uuid
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from edgevoice.audio.hearing.endpoint import SpeechStarted
 from edgevoice.audio.hearing.listener import (
@@ -52,6 +50,15 @@ from edgevoice.device.runtime.idle import IdleReset
 from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
 from edgevoice.device.runtime.state import Action, Context, Input, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
+from edgevoice.device.runtime.turns import (
+    ConversationSettings,
+    Counters,
+    RemotePipeline,
+    Turn,
+    new_id,
+    once,
+    remaining_text,
+)
 from edgevoice.device.speaking.reply import ReplyOutcome, ReplySpeaker, ReplyStatus
 
 _LOGGER = logging.getLogger(__name__)
@@ -59,56 +66,6 @@ _LOGGER = logging.getLogger(__name__)
 # A turn that began during the device's own speech, was never confirmed as a
 # barge-in, but went on this long after the reply ended, is the person's next turn.
 LATE_TURN_AFTER_REPLY_S = 0.3
-
-class RemotePipeline(Protocol):
-    """Where a turn's reply comes from when not from the agent: Home Assistant's pipeline
-    over the ESPHome API (``device/esphome/voice.py``). While ``active``, every opened
-    turn is announced (its audio streams from there), a finished one is handed over,
-    and the reply is the audio :meth:`reply` yields, played with the play cursor."""
-
-    @property
-    def active(self) -> bool: ...
-
-    def turn_started(self, turn_id: str, *, wake_word: str | None = None,
-                     onset_s: float | None = None) -> None: ...
-
-    def turn_abandoned(self, turn_id: str) -> None: ...
-
-    def handles(self, turn_id: str) -> bool: ...
-
-    def reply(self, turn_id: str, text: str) -> AsyncIterator[TtsAudio]: ...
-
-
-@dataclass(slots=True)
-class Turn:
-    """One user turn and the reply to it."""
-
-    timeline: TurnTimeline
-    accepted: bool = True  # False: began while the device spoke, not (yet) a barge-in
-    barge_in: bool = False  # this turn interrupted the previous reply
-    text: str = ""
-    outcome: ReplyOutcome | None = None  # how its reply ended (the speaker hands it back)
-    remote: bool = False  # answered by the RemotePipeline, not the agent
-
-
-@dataclass(slots=True)
-class Counters:
-    turns: int = 0
-    barge_ins: int = 0
-    false_barge_ins: int = 0
-    discarded: int = 0
-    agent_errors: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationSettings:
-    mode: ListenMode = ListenMode.ALWAYS
-    push_to_talk: bool = True
-    follow_up_s: float = 5.0
-    session_idle_reset_s: float = 300.0
-    failure_phrase: str = "Sorry, I couldn't get an answer. Please try again."
-    log_transcripts: bool = False
-
 
 class Conversation:
     def __init__(
@@ -321,7 +278,7 @@ class Conversation:
             if event is Input.BARGE_IN and self._turn is not None:
                 self._remote_turn_started(self._turn, data)
                 return  # the candidate turn that interrupted becomes the turn
-            self._turn = Turn(TurnTimeline(_new_id("turn")))
+            self._turn = Turn(TurnTimeline(new_id("turn")))
             if "onset" in data:
                 self._turn.timeline.mark(Mark.SPEECH_STARTED, data["onset"])
             self._remote_turn_started(self._turn, data)
@@ -370,7 +327,7 @@ class Conversation:
             self.bus.announce(event)  # as the listener made it; the others wait for the turn
         if isinstance(event, SpeechStarted):
             if self.state in (State.THINKING, State.SPEAKING):
-                self._turn = Turn(TurnTimeline(_new_id("turn")), accepted=False)
+                self._turn = Turn(TurnTimeline(new_id("turn")), accepted=False)
                 self._turn.timeline.mark(Mark.SPEECH_STARTED, event.start_s)
             elif self.state is State.LISTENING and self._turn is not None:
                 self._turn.timeline.mark(Mark.SPEECH_STARTED, event.start_s)
@@ -462,7 +419,7 @@ class Conversation:
         if turn is None or turn.accepted:
             # The VAD heard a person but the listener has no turn open (wake word mode
             # while speaking): open one from the onset, pre-roll included.
-            turn = Turn(TurnTimeline(_new_id("turn")))
+            turn = Turn(TurnTimeline(new_id("turn")))
             turn.timeline.mark(Mark.SPEECH_STARTED, onset_s)
             self._turn = turn
             self.front.control(lambda listener: listener.start_turn_now())
@@ -515,7 +472,7 @@ class Conversation:
         control = control_of(final.text) if taken is None else None
         if taken is not None or control is not None:  # handled here, never sent to the agent
             deltas = (self._control(control, silent=turn.barge_in) if control is not None
-                      else _once(taken or ""))
+                      else once(taken or ""))
             self._reply_task = asyncio.create_task(
                 self._run_reply(turn, deltas, record=False), name=f"control-{turn.timeline.turn_id}"
             )
@@ -536,10 +493,10 @@ class Conversation:
 
     def _start_say(self, text: str, audio: AsyncIterable[TtsAudio] | None = None,
                    utterance_id: str | None = None) -> None:
-        turn = Turn(TurnTimeline(utterance_id or _new_id("say")))
+        turn = Turn(TurnTimeline(utterance_id or new_id("say")))
         self._reply_turn = turn
         self._reply_ended_at = None
-        source: AsyncIterable[Any] = _once(text) if audio is None else audio
+        source: AsyncIterable[Any] = once(text) if audio is None else audio
         self._reply_task = asyncio.create_task(
             self._run_reply(turn, source, record=False, audio=audio is not None),
             name=f"say-{turn.timeline.turn_id}"
@@ -688,28 +645,6 @@ class Conversation:
             "latency_ms": self.percentiles.summary(),
             **(self._worker.last.levels() if self._worker is not None and self._worker.last else {}),
         }
-
-
-def remaining_text(spoken: str, heard: str) -> str:
-    """The rest of ``spoken`` from the sentence in which ``heard`` stopped."""
-    from edgevoice.device.speaking.sentences import SentenceSplitter
-
-    splitter = SentenceSplitter()
-    sentences = splitter.feed(spoken) + splitter.flush()
-    consumed = 0
-    for index, sentence in enumerate(sentences):
-        consumed += len(sentence) + 1
-        if consumed > len(heard) + 1:
-            return " ".join(sentences[index:])
-    return ""
-
-
-async def _once(text: str) -> AsyncIterator[str]:
-    yield text
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
 __all__ = ["Conversation", "ConversationSettings", "RemotePipeline"]

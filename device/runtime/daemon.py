@@ -36,13 +36,14 @@ from edgevoice.device.assembly.speaking import build_synthesizer, enabled_earcon
 from edgevoice.device.config import Config, LoadedConfig
 from edgevoice.device.config.loader import default_paths, secret_values
 from edgevoice.device.events import Event, EventBus, EventType
-from edgevoice.device.hardware.gpio import ButtonEvent, LedPattern, StatusLed, open_gpio
+from edgevoice.device.hardware.gpio import ButtonEvent, StatusLed, open_gpio
 from edgevoice.device.hardware.gpio_outputs import close_outputs
 from edgevoice.device.identity import load_identity
 from edgevoice.device.runtime.announce import Announcer
 from edgevoice.device.runtime.control import DaemonControl
 from edgevoice.device.runtime.conversation import Conversation
 from edgevoice.device.runtime.frontend import FrontEnd
+from edgevoice.device.runtime.leds import LED_FOR_STATE
 from edgevoice.device.runtime.state import State
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.system.logs import scrub_secrets
@@ -50,13 +51,6 @@ from edgevoice.device.system.sdnotify import Notifier
 
 _LOGGER = logging.getLogger(__name__)
 
-LED_FOR_STATE = {
-    State.IDLE: LedPattern.OFF,
-    State.LISTENING: LedPattern.LISTENING,
-    State.THINKING: LedPattern.THINKING,
-    State.SPEAKING: LedPattern.SPEAKING,
-    State.MUTED: LedPattern.MUTED,
-}
 RESTART_EXIT_CODE = 75  # EX_TEMPFAIL: systemd's Restart=on-failure starts us again
 VOLUME_SAVE_DELAY_S = 1.0  # a volume set from outside is saved once the slider rests
 

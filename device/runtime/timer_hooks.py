@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from edgevoice.audio.hearing.modes import ListenMode
 from edgevoice.audio.speaking.earcons import Earcon, earcon_pcm
 from edgevoice.device.hardware.gpio import LedPattern
+from edgevoice.device.runtime.leds import LED_FOR_STATE
 from edgevoice.device.runtime.state import Input, State
 from edgevoice.device.timers.service import TimerService
 
@@ -37,7 +38,6 @@ def attach_timers(daemon: Daemon) -> TimerService:
         await conversation.feed(Input.SPEECH_STARTED, onset=conversation.clock.now(), follow_up=True)
 
     def on_ringing(on: bool) -> None:
-        from edgevoice.device.runtime.daemon import LED_FOR_STATE
 
         pattern = RINGING_LED if on else LED_FOR_STATE[conversation.state]
         for led in (daemon._led, daemon._ring):  # the daemon's own LEDs

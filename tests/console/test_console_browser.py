@@ -127,7 +127,7 @@ async def test_captions_refuse_a_browser_without_the_token_then_show_words_and_t
         done = await device.wait_for(EventType.REPLY_DONE)
         assert done.data["status"] == "interrupted"
         # Mute before the next turn is answered, so the interrupted reply stays on screen.
-        await device.daemon.mute(True)
+        await device.daemon.control.mute(True)
         await browser.wait_text("#reply .cut-note", bool, "the interruption")
         heard = await browser.text("#reply .heard")
         cut = await browser.text("#reply del.cut")
@@ -136,7 +136,7 @@ async def test_captions_refuse_a_browser_without_the_token_then_show_words_and_t
                           if e.data["utterance_id"] == done.data["utterance_id"])
         assert cut.strip() and _words(heard) + _words(cut) == _words(spoken)
         await browser.wait_text("#state .label", lambda t: t == "Microphone off", "the muted cue")
-        await device.daemon.mute(False)
+        await device.daemon.control.mute(False)
         await browser.wait_text("#state .label", lambda t: t != "Microphone off",
                                 "the unmuted cue")
         # Show the interrupted reply for the docs' screenshot, in the listening state.

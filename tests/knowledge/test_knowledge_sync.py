@@ -57,7 +57,7 @@ async def kiosk(broker: Broker, tmp_path: Path, *, knowledge: bool = True
                         daemon.control, None)
     await bridge.start()
     observer = Observer(broker)
-    observer.subscribe("edgevoice/reply/test")
+    observer.subscribe("edgevoice/reply/test/dev1")  # a device answers on its own reply topic
     try:
         assert await await_until(lambda: bridge.connected), broker.log
         yield daemon, observer

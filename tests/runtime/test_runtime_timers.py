@@ -81,7 +81,7 @@ async def test_the_button_stops_a_ringing_timer_and_the_led_ring_shows_it(tmp_pa
                 pass
 
         daemon._led = Recorder()  # type: ignore[assignment]  # the status LED's interface
-        await daemon.timers_action("set", "tea", 1.0)
+        await daemon.control.timers_action("set", "tea", 1.0)
         await device.wait_for(TIMER_EVENT, timeout_s=30, timer_ringing=True)
         from edgevoice.device.runtime.timer_hooks import RINGING_LED
 

@@ -1,0 +1,15 @@
+"""What the LEDs show in each conversation state (the daemon, the timer and arbitration
+hooks all restore it after showing something else)."""
+
+from __future__ import annotations
+
+from edgevoice.device.hardware.gpio import LedPattern
+from edgevoice.device.runtime.state import State
+
+LED_FOR_STATE = {
+    State.IDLE: LedPattern.OFF,
+    State.LISTENING: LedPattern.LISTENING,
+    State.THINKING: LedPattern.THINKING,
+    State.SPEAKING: LedPattern.SPEAKING,
+    State.MUTED: LedPattern.MUTED,
+}
