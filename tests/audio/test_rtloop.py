@@ -31,8 +31,8 @@ from support.alsa_devices import (
     write_raw,
 )
 
-from edgevoice.audio import rtloop
 from edgevoice.audio.errors import AudioDeviceError, DeviceLostError, DeviceNotFoundError
+from edgevoice.audio.io import rtloop
 from edgevoice.audio.io.alsa import AlsaBackend
 from edgevoice.audio.io.duplex import DuplexLoop
 from edgevoice.audio.io.rtloop import RtAlsaBackend, open_alsa_backend

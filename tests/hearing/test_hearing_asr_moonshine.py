@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from support.hearing_audio import espeak_speech, frames, piper_speech, place
 
-from edgevoice.audio import asr_moonshine
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.hearing import asr_moonshine
 from edgevoice.audio.hearing.asr import AsrError, Word
 from edgevoice.audio.hearing.asr_moonshine import (
     MoonshineEngine,
