@@ -53,10 +53,10 @@ class DaemonSatellite:
         if self._speaker_muted_volume is not None:
             self._speaker_muted_volume = level  # unmuting restores it
             return
-        await self._daemon.set_volume(level)
+        await self._daemon.control.set_volume(level)
 
     async def mute(self, mic: bool) -> None:
-        await self._daemon.mute(mic)
+        await self._daemon.control.mute(mic)
 
     async def set_speaker_muted(self, muted: bool) -> None:
         speaker = self._daemon.speaker
@@ -68,7 +68,7 @@ class DaemonSatellite:
             speaker.volume = level
 
     async def stop_playback(self) -> None:
-        await self._daemon.interrupt()
+        await self._daemon.control.interrupt()
 
     def view(self) -> DeviceView:
         daemon = self._daemon

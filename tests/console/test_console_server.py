@@ -300,10 +300,14 @@ async def test_metrics_parse_with_prometheus_clients_own_parser(console: Console
     bus.emit(EventType.AUDIO_XRUN, device="duplex", overruns=2, underruns=1, new=3)
     bus.emit(EventType.REPLY_DONE, utterance_id="u3", status="failed",
              error={"code": "agent_timeout", "message": "slow"})
-    async with aiohttp.ClientSession(headers=console.bearer()) as http, \
-            http.get(console.url + "/metrics") as response:
-        assert response.status == 200 and response.content_type == "text/plain"
-        samples = _samples(await response.text())
+    async with aiohttp.ClientSession(headers=console.bearer()) as http:
+        # CPU use is measured between two scrapes (the first has no interval to report)
+        async with http.get(console.url + "/metrics") as first:
+            assert first.status == 200
+        await asyncio.sleep(0.1)  # > one kernel tick, so /proc/stat has moved
+        async with http.get(console.url + "/metrics") as response:
+            assert response.status == 200 and response.content_type == "text/plain"
+            samples = _samples(await response.text())
     assert samples[("edgevoice_turns_total", (("status", "completed"),))] == 1
     assert samples[("edgevoice_turns_total", (("status", "interrupted"),))] == 1
     assert samples[("edgevoice_barge_ins_total", ())] == 1
