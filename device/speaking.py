@@ -155,6 +155,10 @@ class ReplySpeaker:
         max_first_chars: int = 60,
         max_chars: int = 300,
         first_phrase_chars: int = 0,
+        first_wait_ms: int = 0,
+        first_cut_words: int = 4,
+        follow_growth: float = 0.0,
+        min_follow_chars: int = 40,
         sentence_gap_ms: int = 0,
         poll_s: float = 0.05,
     ) -> None:
@@ -164,6 +168,10 @@ class ReplySpeaker:
         self.max_first_chars = max_first_chars
         self.max_chars = max_chars
         self.first_phrase_chars = first_phrase_chars
+        self.first_wait_ms = first_wait_ms
+        self.first_cut_words = first_cut_words
+        self.follow_growth = follow_growth
+        self.min_follow_chars = min_follow_chars
         self.sentence_gap_ms = sentence_gap_ms
         self.poll_s = poll_s
         self.last_outcome: ReplyOutcome | None = None
@@ -228,7 +236,9 @@ class ReplySpeaker:
     # --- the pipeline --------------------------------------------------------------------------
 
     async def _read(self, deltas: AsyncIterable[str], out: asyncio.Queue[object], reply: _Reply) -> None:
-        splitter = SpeakableSplitter(self.max_first_chars, self.max_chars, self.first_phrase_chars)
+        splitter = SpeakableSplitter(self.max_first_chars, self.max_chars, self.first_phrase_chars,
+                                     first_wait_ms=self.first_wait_ms, first_cut_words=self.first_cut_words,
+                                     follow_growth=self.follow_growth, min_follow_chars=self.min_follow_chars)
 
         def push(texts: list[str]) -> None:
             now = time.monotonic()
@@ -237,17 +247,41 @@ class ReplySpeaker:
                 reply.sentences.append(sentence)
                 out.put_nowait(sentence)
 
+        wait_s = self.first_wait_ms / 1000.0
+        iterator = aiter(deltas)
+        following: asyncio.Future[str] | None = None
+        waited = False  # the first piece's wait was offered to the splitter
         try:
-            async for delta in deltas:
+            while True:
+                if following is None:
+                    following = asyncio.ensure_future(anext(iterator))
+                timeout = None
+                if wait_s and reply.first_delta is not None and not splitter.emitted and not waited:
+                    timeout = max(0.0, reply.first_delta + wait_s - time.monotonic())
+                done, _ = await asyncio.wait({following}, timeout=timeout)
+                if not done:  # the first piece waited first_wait_ms with no natural cut
+                    waited = True
+                    push(splitter.waited((time.monotonic() - (reply.first_delta or 0.0)) * 1000.0))
+                    continue
+                try:
+                    delta = following.result()
+                except StopAsyncIteration:
+                    break
+                following = None
                 if reply.first_delta is None:
                     reply.first_delta = time.monotonic()
                 push(splitter.feed(delta))
+                if waited and not splitter.emitted:  # no safe cut yet at the wait: try each delta
+                    push(splitter.waited((time.monotonic() - reply.first_delta) * 1000.0))
             push(splitter.flush())
             out.put_nowait(_END)
         except asyncio.CancelledError:
             raise
         except Exception as err:
             out.put_nowait(err)
+        finally:
+            if following is not None and not following.done():
+                following.cancel()
 
     async def _synthesize(self, sentences: asyncio.Queue[object], reply: _Reply) -> None:
         gap = np.zeros(SAMPLE_RATE * self.sentence_gap_ms // 1000, dtype=np.int16)
@@ -371,6 +405,10 @@ def apply_splitting(replies: ReplySpeaker, tts: TtsConfig) -> None:
     replies.max_first_chars = tts.max_first_sentence_chars
     replies.max_chars = tts.max_sentence_chars
     replies.first_phrase_chars = tts.first_phrase_chars
+    replies.first_wait_ms = tts.first_wait_ms
+    replies.first_cut_words = tts.first_cut_words
+    replies.follow_growth = tts.follow_growth
+    replies.min_follow_chars = tts.min_follow_chars
     replies.sentence_gap_ms = tts.sentence_gap_ms
 
 
