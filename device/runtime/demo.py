@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,12 +130,22 @@ def synthesize_lines(config_voice: str, models_dir: str | None, script: tuple[Li
     return voices
 
 
+def spoken_words(text: str) -> list[str]:
+    """The words of a line as a person hears them: case and punctuation do not count."""
+    return re.sub(r"[^\w\s']", " ", text.lower()).split()
+
+
 def check(report: DemoReport, script: tuple[Line, ...]) -> None:
     """Did the conversation play out? Adds a problem for each way it did not."""
     types = [e["type"] for e in report.events]
     heard = types.count(str(EventType.TRANSCRIPT_USER))
     if heard < len(script):
         report.problems.append(f"{heard} of {len(script)} lines were heard as turns")
+    user = str(EventType.TRANSCRIPT_USER)
+    transcripts = [str(e.get("text", "")) for e in report.events if e["type"] == user]
+    for index, (line, text) in enumerate(zip(script, transcripts, strict=False)):
+        if spoken_words(text) != spoken_words(line.text):
+            report.problems.append(f"line {index + 1} ({line.text!r}) was heard as different words: {text!r}")
     answered = [t for t in report.turns if "first_played" in t.get("marks_s", {})]
     if len(answered) < len(script):
         report.problems.append(f"{len(answered)} of {len(script)} turns got a spoken reply")
