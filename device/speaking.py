@@ -27,6 +27,7 @@ still plays, then ``reply.done`` says failed. Cancellation is never swallowed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterable, Callable
@@ -36,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from edgevoice.audio.edges import ends_sentence, trim_edges
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.heard import heard_text
 from edgevoice.audio.speakable import SpeakableSplitter
@@ -159,6 +161,7 @@ class ReplySpeaker:
         first_cut_words: int = 4,
         follow_growth: float = 0.0,
         min_follow_chars: int = 40,
+        cut_edge_ms: int | None = None,
         sentence_gap_ms: int = 0,
         poll_s: float = 0.05,
     ) -> None:
@@ -172,6 +175,7 @@ class ReplySpeaker:
         self.first_cut_words = first_cut_words
         self.follow_growth = follow_growth
         self.min_follow_chars = min_follow_chars
+        self.cut_edge_ms = cut_edge_ms  # None: piper's edge silence is kept at cuts too
         self.sentence_gap_ms = sentence_gap_ms
         self.poll_s = poll_s
         self.last_outcome: ReplyOutcome | None = None
@@ -285,6 +289,7 @@ class ReplySpeaker:
 
     async def _synthesize(self, sentences: asyncio.Queue[object], reply: _Reply) -> None:
         gap = np.zeros(SAMPLE_RATE * self.sentence_gap_ms // 1000, dtype=np.int16)
+        after_cut = False  # the previous piece ended inside a sentence
         while True:
             item = await sentences.get()
             if item is _END:
@@ -299,10 +304,17 @@ class ReplySpeaker:
                     sentence.synthesis = stamp
 
             first_chunk = True
-            async for audio in self.synthesizer.stream(sentence.text, on_chunk_start=mark):
-                self._queue(reply, sentence, audio, gap if first_chunk and reply.segments else None,
-                            first_chunk)
+            cut_after = not ends_sentence(sentence.text)
+            async for chunk in self.synthesizer.stream(sentence.text, on_chunk_start=mark):
+                audio = chunk
+                if self.cut_edge_ms is not None:
+                    last_chunk = sentence.text.rstrip().endswith(chunk.text.strip())
+                    audio = _trimmed(chunk, head=first_chunk and after_cut, tail=last_chunk and cut_after,
+                                     keep_ms=self.cut_edge_ms)
+                self._queue(reply, sentence, audio,
+                            gap if first_chunk and reply.segments and not after_cut else None, first_chunk)
                 first_chunk = False
+            after_cut = cut_after
 
     def _queue(
         self, reply: _Reply, sentence: _Sentence, audio: TtsAudio, gap: Pcm | None, first_chunk: bool
@@ -409,7 +421,16 @@ def apply_splitting(replies: ReplySpeaker, tts: TtsConfig) -> None:
     replies.first_cut_words = tts.first_cut_words
     replies.follow_growth = tts.follow_growth
     replies.min_follow_chars = tts.min_follow_chars
+    replies.cut_edge_ms = tts.cut_edge_ms
     replies.sentence_gap_ms = tts.sentence_gap_ms
+
+
+def _trimmed(audio: TtsAudio, *, head: bool, tail: bool, keep_ms: int) -> TtsAudio:
+    """``audio`` with piper's edge silence cut down where it meets a cut (audio/edges.py)."""
+    if not (head or tail):
+        return audio
+    pcm, word_ends = trim_edges(audio.pcm, audio.word_ends, head=head, tail=tail, keep_ms=keep_ms)
+    return dataclasses.replace(audio, pcm=pcm, word_ends=word_ends)
 
 
 async def _stop_task(task: asyncio.Task[None]) -> None:

@@ -61,6 +61,12 @@ class TtsConfig:
     min_follow_chars: int = setting(
         40, "The shortest limit follow_growth sets on a following piece.", minimum=10, maximum=1000,
     )
+    cut_edge_ms: int = setting(
+        30, "Silence kept at each edge where a piece was cut inside a sentence: piper leaves "
+        "~80-110 ms at both ends of every piece, heard as a hesitation at a cut (two edges, "
+        "160-300 ms); 30 keeps the pause at a cut under 80 ms. 200: keep piper's silence.",
+        minimum=0, maximum=200,
+    )
     max_sentence_chars: int = setting(
         300, "A sentence longer than this is cut at its last clause boundary (else a space).",
         minimum=20, maximum=5000,
