@@ -15,6 +15,8 @@ from edgevoice.device.mqtt.discovery import discovery_messages
 from edgevoice.device.mqtt.ratelimit import TokenBucket
 from edgevoice.device.mqtt.topics import TopicError, Topics, device_of
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 
 class Clock:
     def __init__(self) -> None:

@@ -16,6 +16,8 @@ from edgevoice.device.runtime.state import (
     transition,
 )
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 CONTEXTS = [
     Context(mode, follow_up, ptt)
     for mode, follow_up, ptt in itertools.product(ListenMode, (False, True), (False, True))

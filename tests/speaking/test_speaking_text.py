@@ -13,6 +13,8 @@ from edgevoice.audio.speakable import SpeakableSplitter, speakable, url_to_speec
 from edgevoice.audio.speaker import SegmentProgress, Speaker
 from edgevoice.audio.tts import chunk_text, proportional_word_ends
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 MARKDOWN = """# Weather today
 It is **sunny** and _warm_. See [the forecast](https://weather.example.com/x?y=1) for more.
 Visit https://www.example.com/path. Then run `ls -la` or `for i in range(10): print(i)`.
