@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smoke import MAKE_AEC_PAIR, SAY_TEXT, SmokeFailed, aec_summary, check_heard, check_said, transcribe_args
+
 REPO = Path(__file__).resolve().parents[2]
 STAGE = REPO / "image" / "pi-gen" / "stage-edgevoice"
 STAGE_PACKAGES = STAGE / "00-edgevoice" / "00-packages"
@@ -126,7 +128,8 @@ class Board:
         try:
             record.detail = action()
             record.result = "ok"
-        except (StepFailed, subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
+        except (StepFailed, SmokeFailed, json.JSONDecodeError, KeyError, subprocess.CalledProcessError,
+                subprocess.TimeoutExpired, OSError) as err:
             record.result = "FAIL"
             record.detail = _one_line(str(err))
             log(f"FAILED: {name}: {err}")
@@ -510,36 +513,20 @@ def smoke_devices(board: Board) -> str:
 
 
 def smoke_say(board: Board) -> str:
-    out = board.chroot(f"cd /var/tmp && {EDGEVOICE} say 'Hello world.' --out /var/tmp/hello.wav --json",
-                       timeout=1500).stdout
-    result = json.loads(out)
-    if not result["audio_s"] > 0.1:
-        raise StepFailed(f"no speech: {result}")
-    return (f"{result['voice']}: {result['audio_s']} s of audio, load {result['load_ms']:.0f} ms, "
-            f"RTF {result['rtf']}")
+    command = f"cd /var/tmp && {EDGEVOICE} say {shlex.quote(SAY_TEXT)} --out /var/tmp/hello.wav --json"
+    return check_said(json.loads(board.chroot(command, timeout=1500).stdout))
 
 
 def smoke_transcribe(board: Board) -> str:
-    # a two-phrase grammar keeps pocketsphinx's decode short and its answer exact: the same
-    # words as on x86 (image/board/installed.py), or the arm64 build decodes differently
-    out = board.chroot(f"cd /var/tmp && {EDGEVOICE} transcribe /var/tmp/hello.wav --engine pocketsphinx "
-                       "--grammar 'hello world' --grammar 'good morning' --json", timeout=1500).stdout
-    result = json.loads(out)
-    if result["text"] != "hello world":
-        raise StepFailed(f"heard {result['text']!r} in the synthesized 'Hello world.'")
-    return f"{result['engine']} {result['model']}: {result['text']!r} (RTF {result['rtf']})"
+    args = " ".join(shlex.quote(a) for a in transcribe_args("/var/tmp/hello.wav"))
+    return check_heard(json.loads(board.chroot(f"cd /var/tmp && {EDGEVOICE} {args}", timeout=1500).stdout))
 
 
 def smoke_aec(board: Board) -> str:
-    make = ("import numpy as np; from edgevoice.audio.wavio import write_wav\n"
-            "rng = np.random.default_rng(1); ref = (rng.standard_normal(16000 * 2) * 3000).astype(np.int16)\n"
-            "mic = np.zeros_like(ref); mic[160:] = ref[:-160] // 2\n"
-            "write_wav('/var/tmp/ref.wav', ref); write_wav('/var/tmp/mic.wav', mic)\n")
-    board.chroot(f"cd /var/tmp && {INSTALLED_PY} -c {shlex.quote(make)}")
+    board.chroot(f"cd /var/tmp && {INSTALLED_PY} -c {shlex.quote(MAKE_AEC_PAIR)} /var/tmp")
     out = board.chroot(f"cd /var/tmp && {EDGEVOICE} aec --mic /var/tmp/mic.wav --ref /var/tmp/ref.wav "
                        "--out /var/tmp/clean.wav --json", timeout=900).stdout
-    result = json.loads(out)
-    return _one_line(", ".join(f"{k} {v}" for k, v in result.items() if not isinstance(v, (dict, list))))
+    return aec_summary(json.loads(out))
 
 
 def pure_logic_tests(board: Board) -> str:

@@ -36,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from smoke import MAKE_AEC_PAIR, SAY_TEXT, SmokeFailed, aec_summary, check_heard, check_said, transcribe_args
+
 REPO = Path(__file__).resolve().parents[2]
 # what a clean clone does not have: the copy the wheel is built from leaves these out, so
 # a stale build/lib or an in-place compiled kernel cannot stand in for a missing file
@@ -76,7 +78,7 @@ class Check:
         started = time.monotonic()
         try:
             detail, result = action(), "ok"
-        except (CheckFailed, subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError,
+        except (CheckFailed, SmokeFailed, subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError,
                 json.JSONDecodeError, KeyError) as err:
             detail, result = str(err), "FAIL"
             self.failed = True
@@ -205,33 +207,20 @@ def smoke_devices(check: Check) -> str:
 
 def smoke_say(check: Check) -> str:
     wav = check.scratch / "hello.wav"
-    result = json.loads(check.edgevoice("say", "Hello world.", "--out", str(wav), "--json"))
-    if not result["audio_s"] > 0.5:
-        raise CheckFailed(f"too little speech: {result}")
-    return f"{result['voice']}: {result['audio_s']} s, first audio {result['time_to_first_audio_ms']} ms"
+    return check_said(json.loads(check.edgevoice("say", SAY_TEXT, "--out", str(wav), "--json")))
 
 
 def smoke_transcribe(check: Check) -> str:
-    # the phrase list makes pocketsphinx exact: the piper voice's words must come back
-    result = json.loads(check.edgevoice("transcribe", str(check.scratch / "hello.wav"), "--engine",
-                                        "pocketsphinx", "--grammar", "hello world", "--grammar",
-                                        "good morning", "--json"))
-    if result["text"] != "hello world":
-        raise CheckFailed(f"heard {result['text']!r} in the synthesized 'Hello world.'")
-    return f"{result['engine']}: {result['text']!r}"
+    return check_heard(json.loads(check.edgevoice(*transcribe_args(str(check.scratch / "hello.wav")))))
 
 
 def smoke_aec(check: Check) -> str:
-    make = ("import numpy as np, sys; from edgevoice.audio.wavio import write_wav\n"
-            "rng = np.random.default_rng(7); ref = (rng.standard_normal(16000 * 3) * 3000).astype(np.int16)\n"
-            "mic = np.zeros_like(ref); mic[320:] = ref[:-320] // 2\n"
-            "write_wav(sys.argv[1] + '/ref.wav', ref); write_wav(sys.argv[1] + '/mic.wav', mic)\n")
-    check.run([check.python, "-c", make, check.scratch])
+    check.run([check.python, "-c", MAKE_AEC_PAIR, check.scratch])
     mic, ref, out = (str(check.scratch / name) for name in ("mic.wav", "ref.wav", "clean.wav"))
     result = json.loads(check.edgevoice("aec", "--mic", mic, "--ref", ref, "--out", out, "--json"))
     if not (check.scratch / "clean.wav").stat().st_size > 1000:
         raise CheckFailed("aec wrote no output")
-    return " ".join(f"{k} {v}" for k, v in result.items() if not isinstance(v, (dict, list)))
+    return aec_summary(result)
 
 
 def smoke_demo(check: Check) -> str:
