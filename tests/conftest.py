@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,3 +19,24 @@ def moonshine_engine() -> Iterator[Any]:
     engine = MoonshineEngine(loc.path, model_name=loc.name, language=loc.language)
     yield engine
     engine.close()
+
+
+def pytest_sessionstart(session: object) -> None:
+    """Under the installed-package check nothing may come from the source tree.
+
+    ``image/board/installed.py`` (and ``./dev board``) run the tests marked ``installed``
+    with ``EDGEVOICE_EXPECT_PREFIX`` set to the venv the wheel went into: if ``edgevoice``
+    were imported from anywhere else (the checkout, an editable install) every result of
+    that run would say nothing about the wheel, so the run stops as a failure.
+    """
+    expected = os.environ.get("EDGEVOICE_EXPECT_PREFIX")
+    if not expected:
+        return
+    import pytest
+
+    import edgevoice
+
+    where = os.path.realpath(edgevoice.__file__)
+    if not where.startswith(os.path.realpath(expected) + os.sep):
+        pytest.exit(f"edgevoice was imported from {where}, not from the installed venv {expected}",
+                    returncode=3)

@@ -42,6 +42,11 @@ def apply_splitting(replies: ReplySpeaker, tts: TtsConfig) -> None:
     replies.max_first_chars = tts.max_first_sentence_chars
     replies.max_chars = tts.max_sentence_chars
     replies.first_phrase_chars = tts.first_phrase_chars
+    replies.first_wait_ms = tts.first_wait_ms
+    replies.first_cut_words = tts.first_cut_words
+    replies.follow_growth = tts.follow_growth
+    replies.min_follow_chars = tts.min_follow_chars
+    replies.cut_edge_ms = tts.cut_edge_ms
     replies.sentence_gap_ms = tts.sentence_gap_ms
 
 

@@ -65,7 +65,8 @@ async def _to_wav(synthesizer: Synthesizer, loaded: LoadedConfig, text: str, out
     from edgevoice.audio.io.wav import write_wav
 
     tts = loaded.config.tts
-    splitter = SpeakableSplitter(tts.max_first_sentence_chars, tts.max_sentence_chars, tts.first_phrase_chars)
+    splitter = SpeakableSplitter(tts.max_first_sentence_chars, tts.max_sentence_chars, tts.first_phrase_chars,
+                                 follow_growth=tts.follow_growth, min_follow_chars=tts.min_follow_chars)
     gap = np.zeros(SAMPLE_RATE * tts.sentence_gap_ms // 1000, dtype=np.int16)
     parts: list[Pcm] = []
     start = time.monotonic()

@@ -156,6 +156,11 @@ def check(report: DemoReport, script: tuple[Line, ...]) -> None:
     heard = types.count(str(EventType.TRANSCRIPT_USER))
     if heard < len(script):
         report.problems.append(f"{heard} of {len(script)} lines were heard as turns")
+    user = str(EventType.TRANSCRIPT_USER)
+    transcripts = [str(e.get("text", "")) for e in report.events if e["type"] == user]
+    for index, (line, text) in enumerate(zip(script, transcripts, strict=False)):
+        if spoken_words(text) != spoken_words(line.text):
+            report.problems.append(f"line {index + 1} ({line.text!r}) was heard as different words: {text!r}")
     answered = [t for t in report.turns if "first_played" in t.get("marks_s", {})]
     if len(answered) < len(script):
         report.problems.append(f"{len(answered)} of {len(script)} turns got a spoken reply")

@@ -115,12 +115,29 @@ def speakable(text: str) -> list[str]:
 class SpeakableSplitter:
     """A :class:`SentenceSplitter` whose sentences come out speakable (same API)."""
 
-    def __init__(self, max_first_chars: int = 60, max_chars: int = 300, first_phrase_chars: int = 0) -> None:
-        self.splitter = SentenceSplitter(max_first_chars, max_chars, first_phrase_chars)
+    def __init__(self, max_first_chars: int = 60, max_chars: int = 300, first_phrase_chars: int = 0,
+                 *, first_wait_ms: float = 0.0, first_cut_words: int = 4, follow_growth: float = 0.0,
+                 min_follow_chars: int = 40) -> None:
+        self.splitter = SentenceSplitter(max_first_chars, max_chars, first_phrase_chars,
+                                         first_wait_ms=first_wait_ms, first_cut_words=first_cut_words,
+                                         follow_growth=follow_growth, min_follow_chars=min_follow_chars)
         self.filter = SpeakableFilter()
+
+    @property
+    def emitted(self) -> int:
+        """Pieces the splitter emitted so far (before the speakable filter)."""
+        return self.splitter.emitted
+
+    @property
+    def pending(self) -> str:
+        return self.splitter.pending
 
     def feed(self, delta: str) -> list[str]:
         return self._speak(self.splitter.feed(delta))
+
+    def waited(self, waited_ms: float) -> list[str]:
+        """See :meth:`SentenceSplitter.waited`."""
+        return self._speak(self.splitter.waited(waited_ms))
 
     def flush(self) -> list[str]:
         return self._speak(self.splitter.flush())

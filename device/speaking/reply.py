@@ -29,6 +29,7 @@ still plays, then ``reply.done`` says failed. Cancellation is never swallowed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine
@@ -39,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.speaking.edges import ends_sentence, trim_edges
 from edgevoice.audio.speaking.heard import heard_text
 from edgevoice.audio.speaking.playback import SegmentProgress, Speaker
 from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, shift_word_ends
@@ -158,6 +160,11 @@ class ReplySpeaker:
         max_first_chars: int = 60,
         max_chars: int = 300,
         first_phrase_chars: int = 0,
+        first_wait_ms: int = 0,
+        first_cut_words: int = 4,
+        follow_growth: float = 0.0,
+        min_follow_chars: int = 40,
+        cut_edge_ms: int | None = None,
         sentence_gap_ms: int = 0,
         poll_s: float = 0.05,
     ) -> None:
@@ -167,6 +174,11 @@ class ReplySpeaker:
         self.max_first_chars = max_first_chars
         self.max_chars = max_chars
         self.first_phrase_chars = first_phrase_chars
+        self.first_wait_ms = first_wait_ms
+        self.first_cut_words = first_cut_words
+        self.follow_growth = follow_growth
+        self.min_follow_chars = min_follow_chars
+        self.cut_edge_ms = cut_edge_ms  # None: piper's edge silence is kept at cuts too
         self.sentence_gap_ms = sentence_gap_ms
         self.poll_s = poll_s
         self._active: dict[str, _Reply] = {}
@@ -271,7 +283,9 @@ class ReplySpeaker:
     # --- the pipeline --------------------------------------------------------------------------
 
     async def _read(self, deltas: AsyncIterable[str], out: asyncio.Queue[object], reply: _Reply) -> None:
-        splitter = SpeakableSplitter(self.max_first_chars, self.max_chars, self.first_phrase_chars)
+        splitter = SpeakableSplitter(self.max_first_chars, self.max_chars, self.first_phrase_chars,
+                                     first_wait_ms=self.first_wait_ms, first_cut_words=self.first_cut_words,
+                                     follow_growth=self.follow_growth, min_follow_chars=self.min_follow_chars)
 
         def push(texts: list[str]) -> None:
             now = time.monotonic()
@@ -280,20 +294,45 @@ class ReplySpeaker:
                 reply.sentences.append(sentence)
                 out.put_nowait(sentence)
 
+        wait_s = self.first_wait_ms / 1000.0
+        iterator = aiter(deltas)
+        following: asyncio.Future[str] | None = None
+        waited = False  # the first piece's wait was offered to the splitter
         try:
-            async for delta in deltas:
+            while True:
+                if following is None:
+                    following = asyncio.ensure_future(anext(iterator))
+                timeout = None
+                if wait_s and reply.first_delta is not None and not splitter.emitted and not waited:
+                    timeout = max(0.0, reply.first_delta + wait_s - time.monotonic())
+                done, _ = await asyncio.wait({following}, timeout=timeout)
+                if not done:  # the first piece waited first_wait_ms with no natural cut
+                    waited = True
+                    push(splitter.waited((time.monotonic() - (reply.first_delta or 0.0)) * 1000.0))
+                    continue
+                try:
+                    delta = following.result()
+                except StopAsyncIteration:
+                    break
+                following = None
                 if reply.first_delta is None:
                     reply.first_delta = time.monotonic()
                 push(splitter.feed(delta))
+                if waited and not splitter.emitted:  # no safe cut yet at the wait: try each delta
+                    push(splitter.waited((time.monotonic() - reply.first_delta) * 1000.0))
             push(splitter.flush())
             out.put_nowait(_END)
         except asyncio.CancelledError:
             raise
         except Exception as err:
             out.put_nowait(err)
+        finally:
+            if following is not None and not following.done():
+                following.cancel()
 
     async def _synthesize(self, sentences: asyncio.Queue[object], reply: _Reply) -> None:
         gap = np.zeros(SAMPLE_RATE * self.sentence_gap_ms // 1000, dtype=np.int16)
+        after_cut = False  # the previous piece ended inside a sentence
         while True:
             item = await sentences.get()
             if item is _END:
@@ -308,10 +347,17 @@ class ReplySpeaker:
                     sentence.synthesis = stamp
 
             first_chunk = True
-            async for audio in self.synthesizer.stream(sentence.text, on_chunk_start=mark):
-                self._queue(reply, sentence, audio, gap if first_chunk and reply.segments else None,
-                            first_chunk)
+            cut_after = not ends_sentence(sentence.text)
+            async for chunk in self.synthesizer.stream(sentence.text, on_chunk_start=mark):
+                audio = chunk
+                if self.cut_edge_ms is not None:
+                    last_chunk = sentence.text.rstrip().endswith(chunk.text.strip())
+                    audio = _trimmed(chunk, head=first_chunk and after_cut, tail=last_chunk and cut_after,
+                                     keep_ms=self.cut_edge_ms)
+                self._queue(reply, sentence, audio,
+                            gap if first_chunk and reply.segments and not after_cut else None, first_chunk)
                 first_chunk = False
+            after_cut = cut_after
 
     def _queue(
         self, reply: _Reply, sentence: _Sentence, audio: TtsAudio, gap: Pcm | None, first_chunk: bool
@@ -390,6 +436,14 @@ class ReplySpeaker:
             return
         reply.segments_finished += 1
         reply.played.set()
+
+
+def _trimmed(audio: TtsAudio, *, head: bool, tail: bool, keep_ms: int) -> TtsAudio:
+    """``audio`` with piper's edge silence cut down where it meets a cut (audio/speaking/edges.py)."""
+    if not (head or tail):
+        return audio
+    pcm, word_ends = trim_edges(audio.pcm, audio.word_ends, head=head, tail=tail, keep_ms=keep_ms)
+    return dataclasses.replace(audio, pcm=pcm, word_ends=word_ends)
 
 
 async def _stop_task(task: asyncio.Task[None]) -> None:

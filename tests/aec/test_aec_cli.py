@@ -12,6 +12,8 @@ from support.aec import echo_scenario, erle_db
 from edgevoice.audio.io.wav import read_wav, write_wav
 from edgevoice.device.cli import main
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 
 def _run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict[str, object]]:
     code = main(argv)

@@ -16,6 +16,8 @@ from edgevoice.audio.aec import kernel as aec_kernel
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
 from edgevoice.audio.aec.selftest import probe_signal
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 
 def _scenario() -> tuple[np.ndarray, np.ndarray]:
     """Echo with +80 ppm drift at 40 ms, then a moved path at 180 ms (delay jump, the

@@ -18,6 +18,8 @@ from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.assembly.audio_io import duplex_options, open_backend, parse_talkers
 from edgevoice.device.config import ConfigError, build_config
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 P = 160
 
 

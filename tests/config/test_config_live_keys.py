@@ -4,8 +4,12 @@ daemon by an applier in ``device/runtime/live_config.py``. A new key must choose
 
 from __future__ import annotations
 
+import pytest
+
 from edgevoice.device.config import Config
 from edgevoice.device.runtime.live_config import APPLIERS, READ_AT_USE, is_restart_key, keys_of
+
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
 
 
 def test_every_key_without_the_restart_mark_has_a_way_to_apply_live() -> None:

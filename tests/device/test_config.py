@@ -10,6 +10,8 @@ from edgevoice.device.cli import main
 from edgevoice.device.config import Config, ConfigError, load_config, to_dict
 from edgevoice.device.config.docs import render
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

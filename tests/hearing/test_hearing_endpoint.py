@@ -16,6 +16,8 @@ from edgevoice.audio.hearing.endpoint import (
     TurnEnd,
 )
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 SR = 16000
 
 

@@ -13,6 +13,8 @@ from support.hearing_audio import frames, piper_speech, place
 from edgevoice.audio.hearing.wakeword import WakeWordDetector, WakeWordError, WakeWordManifest
 from edgevoice.models import ModelKind, resolve_model
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 OTHER_SPEECH = (
     "Good morning, the coffee is ready in the kitchen.",
     "Could you tell me how long it takes to drive to the airport?",

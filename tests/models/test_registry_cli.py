@@ -11,6 +11,8 @@ from support.model_server import ModelServer, make_tar_gz, running_server, sha25
 
 from edgevoice.device.cli import main
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 
 @pytest.fixture
 def server() -> Iterator[ModelServer]:

@@ -33,6 +33,8 @@ from edgevoice.models import (
     verify_model,
 )
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 FAST = DownloadPolicy(timeout_s=5.0, retries=3, retry_delay_s=0.0)
 
 

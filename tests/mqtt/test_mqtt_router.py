@@ -23,6 +23,8 @@ from edgevoice.device.mqtt.ratelimit import TokenBucket
 from edgevoice.device.mqtt.topics import TopicError, Topics, device_of
 from edgevoice.device.runtime.control import DaemonControl
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 
 class Clock:
     def __init__(self) -> None:

@@ -4,6 +4,7 @@ import json
 import os
 import stat
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import pytest
 from edgevoice.device.cli import main
 from edgevoice.device.config import ConfigError, load_config
 from edgevoice.provisioning.provision import provision, secret_keys
+
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
 
 MID = "0123456789abcdef0123456789abcdef"
 PASSPHRASE = "correct horse battery"
@@ -239,7 +242,7 @@ def test_config_is_owned_by_the_service_user(tmp_path: Path) -> None:
 def test_cli_end_to_end(tmp_path: Path) -> None:
     root, boot = make_root(tmp_path)
     path = write_boot(boot)
-    exe = Path(__file__).resolve().parents[2] / ".venv/bin/edgevoice"
+    exe = Path(sys.executable).with_name("edgevoice")  # this venv's, the dev one or an installed wheel's
     result = subprocess.run([str(exe), "provision", "--boot-config", str(path), "--root", str(root)],
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr

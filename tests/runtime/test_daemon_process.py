@@ -13,6 +13,10 @@ import time
 from pathlib import Path
 from typing import IO
 
+import pytest
+
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 CONFIG = """
 [device]
 id = "proc-test"

@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 from gpiozero.pins.mock import MockFactory
 from support.agent_server import example_server
-from support.device_harness import WAKE_PHRASE, running_device
+from support.device_harness import WAKE_PHRASE, running_device, voice
 
+from edgevoice.audio.frames import Pcm
 from edgevoice.audio.io.wav import read_wav
+from edgevoice.audio.speaking.heard import heard_part
+from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.device.events import EventType
 from edgevoice.device.system.sdnotify import Notifier
 
@@ -55,16 +58,65 @@ async def test_a_turn_is_heard_sent_with_the_contract_fields_answered_and_spoken
     assert np.abs(speaker).max() > 3000
 
 
+def _spy_on(speaker: Speaker) -> list[tuple[str, Pcm, str, tuple[tuple[int, int], ...]]]:
+    """Record every segment the speaker is given: (utterance, pcm, text, word ends)."""
+    queued: list[tuple[str, Pcm, str, tuple[tuple[int, int], ...]]] = []
+    enqueue = speaker.enqueue
+
+    def spy(pcm: Pcm, *, utterance_id: str, text: str = "", kind: str = "speech",
+            word_ends: tuple[tuple[int, int], ...] = ()) -> None:
+        if kind == "speech":
+            queued.append((utterance_id, pcm.copy(), text, word_ends))
+        enqueue(pcm, utterance_id=utterance_id, text=text, kind=kind, word_ends=word_ends)
+
+    speaker.enqueue = spy  # type: ignore[method-assign]
+    return queued
+
+
+def _played_prefix(recorded: Pcm, segments: list[tuple[Pcm, str, tuple[tuple[int, int], ...]]]) -> str:
+    """What the recording of the loudspeaker says was heard: each segment is found in it
+    sample for sample, and counts as played up to its first sample the recording lacks."""
+    data = recorded.tobytes()
+    parts, search = [], 0
+    for pcm, text, word_ends in segments:
+        head = pcm[:160].tobytes()
+        at = data.find(head, search)
+        while at >= 0 and at % 2:  # a sample boundary, not half of one
+            at = data.find(head, at + 1)
+        if at < 0:
+            break  # never reached the loudspeaker
+        start = at // 2
+        window = recorded[start : start + len(pcm)]
+        same = window == pcm[: len(window)]
+        played = len(window) if same.all() else int(np.argmin(same))
+        part = heard_part(text, len(pcm), played, word_ends)
+        if part:
+            parts.append(part)
+        search = (start + played) * 2
+        if played < len(pcm):
+            break
+    return " ".join(parts)
+
+
 async def test_barge_in_cancels_the_request_stops_playback_and_is_remembered(tmp_path: Path) -> None:
     async with (
         example_server(shape="sse", word_delay_s=0.25) as server,
         running_device(tmp_path, [f"agent.url={server.url}/agent"]) as device,
     ):
+        assert device.daemon.conversation is not None
+        queued = _spy_on(device.daemon.conversation.replies.speaker)
         device.say("tell me a long story")
         await device.wait_for(EventType.TRANSCRIPT_USER, text="tell me a long story")
         await device.wait_for(EventType.REPLY_STARTED)
-        device.say("what is my name", after_s=1.5)
+        said_at = device.say("what is my name", after_s=1.5)
+        person = voice("what is my name")
+        onset = said_at + int(np.argmax(np.abs(person) > 500)) / 16000  # the first audible sample
         barge = await device.wait_for(EventType.BARGE_IN)
+        # The barge-in is the person (not the device's own echo): it comes after their onset
+        # (and within a second and a half of their last word), and dates from that onset.
+        last_word = said_at + len(person) / 16000
+        assert onset < barge.data["detected_s"] < last_word + 1.5, (onset, last_word, barge.data)
+        assert abs(barge.data["onset_s"] - onset) < 0.3, (onset, barge.data)
         done = await device.wait_for(EventType.REPLY_DONE)
         assert done.data["status"] == "interrupted"
         heard = done.data["heard_text"]
@@ -82,10 +134,15 @@ async def test_barge_in_cancels_the_request_stops_playback_and_is_remembered(tmp
         metrics = [e.data for e in device.of(EventType.METRICS_TURN) if e.data["status"] == "interrupted"]
         assert metrics and metrics[0]["stages_ms"]["interrupt_to_silence"] > 0
         stopped_at = barge.data["detected_s"]
+        reply_id = done.data["utterance_id"]
     # Silence on the speaker from one period after the barge-in until the next reply.
     speaker, _ = read_wav(tmp_path / "room" / "speaker.wav")
     start = int((stopped_at + 0.02) * 16000)
     assert np.abs(speaker[start : start + 1600]).max() == 0
+    # heard_text is exactly what the recording of the loudspeaker holds of the reply.
+    segments = [(pcm, text, ends) for utterance, pcm, text, ends in queued if utterance == reply_id]
+    assert segments
+    assert heard == _played_prefix(speaker[:start], segments)
 
 
 async def test_a_button_press_interrupts_like_a_barge_in(tmp_path: Path) -> None:

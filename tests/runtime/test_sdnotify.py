@@ -13,6 +13,8 @@ import pytest
 
 from edgevoice.device.system.sdnotify import Notifier
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 
 @pytest.fixture
 def listener(tmp_path: Path) -> Iterator[tuple[socket.socket, str]]:

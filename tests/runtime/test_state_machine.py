@@ -9,6 +9,8 @@ import pytest
 from edgevoice.audio.hearing.modes import ListenMode
 from edgevoice.device.runtime.state import Action, Context, Input, State, Transition, transition
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 CONTEXTS = [
     Context(mode, follow_up, ptt)
     for mode, follow_up, ptt in itertools.product(ListenMode, (False, True), (False, True))

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from edgevoice.device.speaking.sentences import SentenceSplitter, split_sentences
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 CASES: list[tuple[str, list[str]]] = [
     ("Hello there. How are you? I am fine!", ["Hello there.", "How are you?", "I am fine!"]),
     (

@@ -13,6 +13,8 @@ from edgevoice.audio.speaking.playback import SegmentProgress, Speaker
 from edgevoice.audio.speaking.tts import chunk_text, proportional_word_ends
 from edgevoice.device.speaking.markdown import SpeakableSplitter, speakable, url_to_speech
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 MARKDOWN = """# Weather today
 It is **sunny** and _warm_. See [the forecast](https://weather.example.com/x?y=1) for more.
 Visit https://www.example.com/path. Then run `ls -la` or `for i in range(10): print(i)`.

@@ -14,6 +14,8 @@ from edgevoice.audio.io.wav import read_wav
 from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, TtsEngine, chunk_text
 from edgevoice.device.cli import main
 
+pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
+
 LONG = ("When the rain finally stops, which the forecast says should happen around noon, "
         "we can walk down to the harbour, look at the boats that came in overnight, "
         "and then decide together whether the afternoon trip to the island is still on")

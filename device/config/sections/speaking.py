@@ -43,6 +43,30 @@ class TtsConfig:
         "with, because...; English) once it is this long. 0: never.",
         minimum=0, maximum=1000,
     )
+    first_wait_ms: int = setting(
+        250, "When the reply's first piece has found no clause mark or connective this long "
+        "after its first text arrived (a slow or comma-less opener), it is cut at its last safe "
+        "word boundary (never inside a number, time, date, abbreviation or URL). 0: never.",
+        minimum=0, maximum=5000,
+    )
+    first_cut_words: int = setting(
+        4, "The fewest words a first piece cut on that wait may hold (fewer sounds clipped).",
+        minimum=1, maximum=50,
+    )
+    follow_growth: float = setting(
+        2.0, "Each piece after the first is at most this many times the characters already "
+        "emitted (at least min_follow_chars), so piper finishes it before what is queued has "
+        "played. 0: only max_sentence_chars applies.", minimum=0.0, maximum=20.0,
+    )
+    min_follow_chars: int = setting(
+        40, "The shortest limit follow_growth sets on a following piece.", minimum=10, maximum=1000,
+    )
+    cut_edge_ms: int = setting(
+        30, "Silence kept at each edge where a piece was cut inside a sentence: piper leaves "
+        "~80-110 ms at both ends of every piece, heard as a hesitation at a cut (two edges, "
+        "160-300 ms); 30 keeps the pause at a cut under 80 ms. 200: keep piper's silence.",
+        minimum=0, maximum=200,
+    )
     max_sentence_chars: int = setting(
         300, "A sentence longer than this is cut at its last clause boundary (else a space).",
         minimum=20, maximum=5000,
