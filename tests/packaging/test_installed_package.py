@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import edgevoice
-from edgevoice.device import presets
+from edgevoice.device.hardware import presets
 from edgevoice.models.manifest import shipped_manifest
 
 pytestmark = pytest.mark.installed

@@ -11,9 +11,10 @@ from support.speaking import PERIOD, PlaybackDriver, piper_engine
 
 from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.audio.speaking.tts import Synthesizer
+from edgevoice.device.assembly.speaking import apply_splitting
 from edgevoice.device.config.schema import TtsConfig
 from edgevoice.device.events import Event, EventBus
-from edgevoice.device.speaking import ReplySpeaker, ReplyStatus, apply_splitting
+from edgevoice.device.speaking.reply import ReplySpeaker, ReplyStatus
 
 OPENER = "I looked up the trains for tomorrow morning from the central station"
 REST = " to the airport and there are three. The first leaves early."
