@@ -32,9 +32,9 @@ def level(samples: np.ndarray) -> float:
 
 
 @pytest.mark.xfail(strict=False, reason=(
-    "known defect (issue 20, docs/homeassistant.md 'Measured, and known limits'): with HA's TTS streamed into a "
-    "room running faster than real time, the device sometimes takes a barge-in on its own first reply "
-    "(about 2 runs in 5 on the merged tree); the test stays to show it, and must pass once it is fixed"))
+    "known defect (issue 20; docs/homeassistant.md, 'Measured, and known limits'): with HA's TTS "
+    "streamed into a room running faster than real time, the device sometimes takes a barge-in on "
+    "its own first reply (about 2 runs in 5 on the merged tree); the test must pass once it is fixed"))
 async def test_a_whole_turn_goes_to_home_assistant_and_its_tts_plays(tmp_path: Path) -> None:
     port = free_port()
     async with running_device(tmp_path, satellite(port)) as device, home_assistant(port) as ha:
