@@ -97,13 +97,17 @@ def _demo(args: argparse.Namespace) -> int:
         script = MUSEUM_SCRIPT
         paths = json.dumps([str(args.knowledge.resolve())])
         index = json.dumps(str((out / "knowledge.sqlite3").resolve()))
-        # The recognizer listens for the visitor's lines (a phrase list, as the end-to-end
-        # tests do), so the bundled pocketsphinx hears them exactly even on a loaded machine;
-        # what is tested is that the knowledge base answers them. --set asr.grammar=[] wins.
-        phrases = json.dumps([re.sub(r"[^\w\s']", "", line.text).lower().strip() for line in script])
         knowledge = ["llm.provider=local", "knowledge.enabled=true", f"knowledge.paths={paths}",
-                     f"knowledge.index={index}", f"asr.grammar={phrases}"]
-    overrides = (list(DEMO_DEFAULTS) + knowledge + (["room.speed=0"] if args.fast else [])
+                     f"knowledge.index={index}"]
+    # The recognizer listens for the script's lines (a phrase grammar, as the end-to-end
+    # tests' scripted person does), so the conversation plays out the same on every run and
+    # machine: free-form Moonshine misheard the short "Hello there." as "a load there" in
+    # about 1 run in 4, depending on where the front end's thread timing put the turn's
+    # first window. A line heard as another one still fails the demo. Free-form English
+    # accuracy is bench/asr_wer.py's job. --set asr.engine=... or asr.grammar=[] wins.
+    phrases = json.dumps([re.sub(r"[^\w\s']", "", line.text).lower().strip() for line in script])
+    hearing = ["asr.engine=pocketsphinx", f"asr.grammar={phrases}"]
+    overrides = (list(DEMO_DEFAULTS) + knowledge + hearing + (["room.speed=0"] if args.fast else [])
                  + list(args.overrides))
     loaded = load_config(args.config, overrides, search_paths=[])
     scrub_secrets(secret_values(loaded.config))
