@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import logging
-import re
 import sys
 import time
 from pathlib import Path
@@ -81,7 +80,7 @@ def _latency_table(turns: list[dict[str, Any]]) -> str:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from edgevoice.device.runtime.demo import MUSEUM_SCRIPT, SCRIPT, run_demo
+    from edgevoice.device.runtime.demo import MUSEUM_SCRIPT, SCRIPT, run_demo, script_hearing
 
     if not logging.getLogger().isEnabledFor(logging.DEBUG):
         # The timeline is the demo's output; INFO lines would interleave with it.
@@ -99,14 +98,9 @@ def _demo(args: argparse.Namespace) -> int:
         index = json.dumps(str((out / "knowledge.sqlite3").resolve()))
         knowledge = ["llm.provider=local", "knowledge.enabled=true", f"knowledge.paths={paths}",
                      f"knowledge.index={index}"]
-    # The recognizer listens for the script's lines (a phrase grammar, as the end-to-end
-    # tests' scripted person does), so the conversation plays out the same on every run and
-    # machine: free-form Moonshine misheard the short "Hello there." as "a load there" in
-    # about 1 run in 4, depending on where the front end's thread timing put the turn's
-    # first window. A line heard as another one still fails the demo. Free-form English
-    # accuracy is bench/asr_wer.py's job. --set asr.engine=... or asr.grammar=[] wins.
-    phrases = json.dumps([re.sub(r"[^\w\s']", "", line.text).lower().strip() for line in script])
-    hearing = ["asr.engine=pocketsphinx", f"asr.grammar={phrases}"]
+    # The recognizer listens for the script's lines (script_hearing): the conversation plays
+    # out the same on every run; --set asr.engine=... or asr.grammar=[] wins.
+    hearing = script_hearing(script)
     overrides = (list(DEMO_DEFAULTS) + knowledge + hearing + (["room.speed=0"] if args.fast else [])
                  + list(args.overrides))
     loaded = load_config(args.config, overrides, search_paths=[])

@@ -28,7 +28,7 @@ from typing import Any
 from edgevoice.device.cli.demo_cmd import DEMO_DEFAULTS
 from edgevoice.device.config import load_config
 from edgevoice.device.events import Event, EventType
-from edgevoice.device.runtime.demo import run_demo
+from edgevoice.device.runtime.demo import SCRIPT, run_demo, script_hearing
 
 SNAPSHOT = Path(__file__).parent / "golden" / "demo_events.json"
 MILESTONES = {str(t) for t in (
@@ -51,7 +51,7 @@ def stream_shape(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def test_the_demo_publishes_the_snapshotted_event_stream(tmp_path: Path) -> None:
-    loaded = load_config(None, [*DEMO_DEFAULTS, "room.speed=0"], search_paths=[])
+    loaded = load_config(None, [*DEMO_DEFAULTS, *script_hearing(SCRIPT), "room.speed=0"], search_paths=[])
     published: list[dict[str, Any]] = []
 
     def record(event: Event, _audio_s: float) -> None:
