@@ -7,7 +7,6 @@ import asyncio
 import threading
 
 import numpy as np
-
 from support.fresh_process import run_fresh
 
 from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, TtsEngine

@@ -85,7 +85,10 @@ class Device:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 seen = [e.type for e in self.events]
-                raise AssertionError(f"no {type_} {match or ''} within {timeout_s} s; saw {seen}")
+                # the last events whole: what the device did instead is in their data
+                last = "\n".join(f"  {e.type} {e.data}" for e in self.events[-15:])
+                raise AssertionError(f"no {type_} {match or ''} within {timeout_s} s; saw {seen}; "
+                                     f"the last ones:\n{last}")
             try:
                 event = await asyncio.wait_for(self._queue.get(), remaining)
             except TimeoutError:
