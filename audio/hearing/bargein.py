@@ -34,7 +34,9 @@ recognised; if the speech stops first it was a backchannel ("mm-hm") and is igno
 Without a working reference (AEC off or unhealthy) the detector is in safe mode: a
 higher threshold and longer speech (``safe_mode = threshold``) or button only
 (``safe_mode = button_only``). It returns to normal after the reference has been good
-for ``recover_ms``.
+for ``recover_ms`` while the device played (``reference_heard``): silence neither proves
+nor fails a canceller, so the device's first reply, before the canceller has converged,
+starts in the safe mode however long the device was quiet before it.
 """
 
 from __future__ import annotations
@@ -111,6 +113,9 @@ class BargeInInput:
     # level of the same audio before the residual-echo suppressor (the canceller's linear
     # output); None when there is no such stage
     unsuppressed_dbfs: float | None = None
+    # the far end played in this period, so ``reference_ok`` was put to the test; False
+    # (silence) leaves the mode as it is
+    reference_heard: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +165,15 @@ class BargeInDetector:
         self._candidate = False
         self._words = 0
 
-    def _next_mode(self, reference_ok: bool, duration_ms: int) -> Mode:
+    def _next_mode(self, reference_ok: bool, reference_heard: bool, duration_ms: int) -> Mode:
         s = self.settings
         if not s.enabled:
             return Mode.DISABLED
+        if not reference_heard:
+            # Quiet readings counted as good once: a second of silence after the wake word
+            # "proved" a canceller that had never heard the loudspeaker, and the first
+            # reply's unconverged echo then barged in on it.
+            return self._mode
         safe = Mode.SAFE_THRESHOLD if s.safe_mode is SafeMode.THRESHOLD else Mode.BUTTON_ONLY
         if not reference_ok:
             self._good_ms = 0
@@ -187,7 +197,7 @@ class BargeInDetector:
         s = self.settings
         start = self._now
         self._now += period.duration_ms
-        mode = self._next_mode(period.reference_ok, period.duration_ms)
+        mode = self._next_mode(period.reference_ok, period.reference_heard, period.duration_ms)
         changed = mode is not self._mode
         self._mode = mode
         if self._interrupted or not period.device_speaking or mode in (Mode.DISABLED, Mode.BUTTON_ONLY):

@@ -71,6 +71,8 @@ class BargeInMonitor:
         """Feed one frame's VAD windows; a :class:`BargeIn` when the person took over."""
         residual = aec.residual_echo_dbfs if aec is not None else -120.0
         reference_ok = self.has_reference and (aec is None or aec.reference_ok or not far_end_active)
+        # without a canceller the answer is known (no reference) whether or not it played
+        reference_heard = far_end_active or not self.has_reference or aec is None
         linear = self.linear_vad if in_reply else None
         if linear is not None and not self._in_reply:
             linear.reset()  # a new reply: the stream starts afresh
@@ -88,6 +90,7 @@ class BargeInMonitor:
                 device_speaking=in_reply,
                 reference_ok=reference_ok,
                 unsuppressed_dbfs=None if window.heard is None else dbfs(window.heard),
+                reference_heard=reference_heard,
             ))
             if update.mode_changed:
                 _LOGGER.debug("barge-in mode: %s", update.mode)

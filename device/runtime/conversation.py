@@ -561,7 +561,9 @@ class Conversation:
         else:
             await self.feed(Input.REPLY_DONE)
             ending, self._end_after_reply = self._end_after_reply, False
-            if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0 and not ending:
+            # HA's pipeline decides itself whether the conversation goes on (continue_conversation)
+            if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0 and not (
+                    ending or self._remote_active()):
                 self._on_front_thread(self.front.listener.open_follow_up)
 
     async def _interrupt(self, *, onset: float, reason: str) -> None:
@@ -591,12 +593,9 @@ class Conversation:
             await self._interrupt(onset=self.clock.now(), reason=reason)
 
     def _mark_reply(self, turn: Turn, outcome: ReplyOutcome) -> None:
-        timings = outcome.timings
-        for mark, stamp in (
-            (Mark.FIRST_SENTENCE, timings.first_sentence),
-            (Mark.FIRST_AUDIO, timings.first_audio),
-            (Mark.FIRST_PLAYED, timings.first_played),
-        ):
+        t = outcome.timings
+        for mark, stamp in ((Mark.FIRST_SENTENCE, t.first_sentence), (Mark.FIRST_AUDIO, t.first_audio),
+                            (Mark.FIRST_PLAYED, t.first_played)):
             if stamp is not None:
                 turn.timeline.mark(mark, self.clock.at(stamp))
 

@@ -23,10 +23,11 @@ RESIDUAL = -60.0
 
 
 def period(vad: float = 0.0, level: float = -30.0, *, speaking: bool = True, ref_ok: bool = True,
-           residual: float = RESIDUAL, ms: int = 10, unsuppressed: float | None = None) -> BargeInInput:
+           residual: float = RESIDUAL, ms: int = 10, unsuppressed: float | None = None,
+           heard: bool = True) -> BargeInInput:
     return BargeInInput(duration_ms=ms, vad_probability=vad, speech_dbfs=level,
                         residual_echo_dbfs=residual, device_speaking=speaking, reference_ok=ref_ok,
-                        unsuppressed_dbfs=unsuppressed)
+                        unsuppressed_dbfs=unsuppressed, reference_heard=heard)
 
 
 def feed(det: BargeInDetector, p: BargeInInput, count: int) -> list[BargeInUpdate]:
@@ -265,6 +266,25 @@ def test_a_reference_that_never_proved_itself_is_not_trusted() -> None:
     feed(det, period(ref_ok=True, speaking=False), 100)
     up = det.update(period(ref_ok=False))
     assert up.mode_changed and up.mode is Mode.SAFE_THRESHOLD
+
+
+def test_silence_neither_proves_nor_fails_the_reference() -> None:
+    """The wake chime played before the canceller converged (safe mode); the quiet that
+    follows must not bring back the normal mode: the first reply's unconverged echo,
+    speech-like for 150 ms, interrupted the device when it did (seen with HA's replies)."""
+    s = BargeInSettings(min_speech_ms=150, recover_ms=1000, degrade_ms=2000)
+    det = BargeInDetector(s)
+    assert det.update(period(ref_ok=False, speaking=False)).mode is Mode.SAFE_THRESHOLD
+    # 3 s of quiet, as the monitor reads it (nothing played: the reading is "ok")
+    ups = feed(det, period(ref_ok=True, speaking=False, heard=False), 300)
+    assert all(u.mode is Mode.SAFE_THRESHOLD and not u.mode_changed for u in ups)
+    echo = feed(det, period(vad=0.6, level=-40.0, ref_ok=False), 100)  # the first reply
+    assert first(echo, Decision.BARGE_IN) is None
+    # the reference proves itself while the device plays, and only then
+    ups = feed(det, period(ref_ok=True), 100)
+    assert [i for i, u in enumerate(ups) if u.mode_changed] == [99] and ups[99].mode is Mode.NORMAL
+    # a proven reference stays trusted through quiet as well
+    assert all(u.mode is Mode.NORMAL for u in feed(det, period(ref_ok=False, heard=False), 500))
 
 
 def test_mode_changes_are_reported_even_when_the_device_is_silent() -> None:

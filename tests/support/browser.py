@@ -79,11 +79,17 @@ class Browser:
 
     async def wait_text(self, css: str, predicate: Callable[[str], bool], what: str,
                         timeout_s: float = 60.0) -> str:
+        last: list[str] = []
+
         async def check() -> str | None:
             text = await self.text(css)
+            last[:] = [text]
             return text if predicate(text) else None
 
-        return str(await self.wait_for(what, check, timeout_s))
+        try:
+            return str(await self.wait_for(what, check, timeout_s))
+        except AssertionError as err:  # what the page showed instead says why
+            raise AssertionError(f"{err}; {css} showed {last[0] if last else None!r}") from None
 
     async def screenshot(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
