@@ -178,6 +178,7 @@ class Listener:
         self._pieces: list[tuple[Callable[[], AsrResult], int]] = []
         self._paused_from = 0
         self._follow_up_until: float | None = None
+        self._wake_word_waived = False
         self._enabled = True
         # While True, turn audio is kept, not decoded (see hold_recognition's docs).
         self.hold_recognition = False
@@ -218,6 +219,14 @@ class Listener:
         if self.mode == ListenMode.WAKEWORD and span > 0:
             self._follow_up_until = self.now + span
             self._update_auto_start()
+
+    def waive_wake_word(self, waived: bool) -> None:
+        """While ``waived`` (a timer rings, and "stop" needs no wake word), speech opens a
+        turn in wakeword mode, every time, until it is withdrawn. Held for as long as the
+        cause lasts, not a window on the audio clock: a window renewed from the event loop
+        lapsed whenever the loop fell behind the audio."""
+        self._wake_word_waived = waived
+        self._update_auto_start()
 
     # --- audio in --------------------------------------------------------------------
     def process(self, pcm: Pcm, heard: Pcm | None = None) -> list[HearingEvent]:
@@ -304,7 +313,7 @@ class Listener:
     def _update_auto_start(self) -> None:
         if not self._enabled:
             self.endpointer.auto_start = False
-        elif self.mode == ListenMode.ALWAYS:
+        elif self.mode == ListenMode.ALWAYS or (self.mode == ListenMode.WAKEWORD and self._wake_word_waived):
             self.endpointer.auto_start = True
         elif self.mode == ListenMode.WAKEWORD and self._follow_up_until is not None:
             if self.now < self._follow_up_until:

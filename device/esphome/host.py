@@ -101,9 +101,9 @@ class DaemonSatellite:
         if self._daemon.conversation is not None:
             self._daemon.conversation.end_turn()
 
-    def open_follow_up(self, seconds: float) -> None:
+    def waive_wake_word(self, waived: bool) -> None:
         if self._daemon.conversation is not None:
-            self._daemon.conversation.open_follow_up(seconds)
+            self._daemon.conversation.waive_wake_word(waived)
 
     def play_ring(self) -> None:
         speaker = self._daemon.speaker

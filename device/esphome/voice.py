@@ -70,7 +70,6 @@ PRE_ROLL_S = 2.0
 STREAM_WAIT_S = 1.0  # after tts-end, how long to wait for HA to start streaming the audio
 RING_POLL_S = 0.1
 COUNTDOWN_S = 1.0
-RING_FOLLOW_UP_S = 3.0
 
 
 class PipelineError(EdgeVoiceError):
@@ -92,7 +91,7 @@ class SatelliteHost(Protocol):
 
     def end_turn(self) -> None: ...
 
-    def open_follow_up(self, seconds: float) -> None: ...
+    def waive_wake_word(self, waived: bool) -> None: ...
 
     def play_ring(self) -> None: ...
 
@@ -451,22 +450,23 @@ class VoiceBridge:
 
     async def _ring(self) -> None:
         started = time.monotonic()
+        self.host.waive_wake_word(True)  # "stop" needs no wake word while it rings
         try:
             while self.timers.is_ringing:
                 if time.monotonic() - started >= self.settings.timer_ring_s:
                     self.stop_timers("timeout")
                     return
                 self.host.play_ring()  # again once the last ring has played
-                # While it rings, speech opens a turn without the wake word (for "stop").
-                self.host.open_follow_up(RING_FOLLOW_UP_S)
                 await asyncio.sleep(RING_POLL_S)
         finally:
+            self.host.waive_wake_word(False)
             self.host.stop_ring()
 
     def stop_timers(self, reason: str) -> None:
         stopped = self.timers.stop_ringing()
         if not stopped:
             return
+        self.host.waive_wake_word(False)
         self.host.stop_ring()
         self.host.show_timer(self.timers.fraction_left(time.monotonic()))
         for timer_id in stopped:

@@ -236,9 +236,9 @@ class Conversation:
         """End the turn being heard now (the remote recognizer heard the speech end)."""
         self.front.control(lambda listener: listener.end_turn_now())
 
-    def open_follow_up(self, seconds: float) -> None:
-        """Accept speech without the wake word for ``seconds`` (a ringing timer's "stop")."""
-        self._on_front_thread(lambda: self.front.listener.open_follow_up(seconds))
+    def waive_wake_word(self, waived: bool) -> None:
+        """Speech needs no wake word while ``waived`` (a ringing timer's "stop")."""
+        self._on_front_thread(lambda: self.front.listener.waive_wake_word(waived))
 
     # --- the state machine ----------------------------------------------------------------
 

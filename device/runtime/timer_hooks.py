@@ -6,11 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgevoice.audio.hearing.modes import ListenMode
 from edgevoice.audio.speaking.earcons import Earcon, earcon_pcm
 from edgevoice.device.hardware.gpio import LedPattern
 from edgevoice.device.runtime.leds import LED_FOR_STATE
-from edgevoice.device.runtime.state import Input, State
 from edgevoice.device.timers.service import TimerService
 
 if TYPE_CHECKING:
@@ -29,23 +27,17 @@ def attach_timers(daemon: Daemon) -> TimerService:
         speaker.enqueue(earcon_pcm(Earcon.TIMER, daemon.config.earcons.level),
                         utterance_id="earcon:timer", kind="earcon")
 
-    async def listen_for_stop() -> None:
-        # In wake-word mode "stop" needs no wake word while a timer rings: open a quiet
-        # turn (no wake earcon) whenever the device is idle; the VAD ends it.
-        if conversation.settings.mode is not ListenMode.WAKEWORD or conversation.state is not State.IDLE:
-            return
-        conversation.front.control(lambda listener: listener.start_turn_now())
-        await conversation.feed(Input.SPEECH_STARTED, onset=conversation.clock.now(), follow_up=True)
-
     def on_ringing(on: bool) -> None:
-
+        # In wake-word mode "stop" needs no wake word for as long as a timer rings (a
+        # turn opened at each ring timed out on the audio clock when the loop fell behind)
+        conversation.waive_wake_word(on)
         pattern = RINGING_LED if on else LED_FOR_STATE[conversation.state]
         for led in (daemon._led, daemon._ring):  # the daemon's own LEDs
             if led is not None:
                 led.show(pattern)
 
-    service = TimerService(Path(daemon.config.device.state_dir), ring=ring, listen_for_stop=listen_for_stop,
-                           on_ringing=on_ringing, emit=daemon.bus.emit)
+    service = TimerService(Path(daemon.config.device.state_dir), ring=ring, on_ringing=on_ringing,
+                           emit=daemon.bus.emit)
     conversation.intercept = service.intercept
     service.start()
     return service

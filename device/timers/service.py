@@ -40,17 +40,15 @@ class TimerService:
         state_dir: Path,
         *,
         ring: Callable[[], None],
-        listen_for_stop: Callable[[], Any],
         on_ringing: Callable[[bool], None],
         emit: Callable[..., object],
         clock: Callable[[], float] = time.time,
     ) -> None:
-        """``ring`` plays the earcon once; ``listen_for_stop`` (a coroutine function)
-        opens a turn without the wake word when the device is idle; ``on_ringing``
-        shows it (LEDs); ``emit`` puts events on the bus; ``clock`` is the wall clock."""
+        """``ring`` plays the earcon once; ``on_ringing`` shows it (LEDs) and lets "stop"
+        be said without the wake word while it rings; ``emit`` puts events on the bus;
+        ``clock`` is the wall clock."""
         self.path = state_dir / FILE_NAME
         self._ring = ring
-        self._listen_for_stop = listen_for_stop
         self._on_ringing = on_ringing
         self._emit = emit
         self._clock = clock
@@ -176,7 +174,6 @@ class TimerService:
         try:
             while self.book.ringing and time.monotonic() - started < RING_MAX_S:
                 self._ring()
-                await self._listen_for_stop()
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), RING_PERIOD_S)

@@ -63,7 +63,7 @@ class QuietHost(SatelliteHost):
     def end_turn(self) -> None:
         return None
 
-    def open_follow_up(self, seconds: float) -> None:
+    def waive_wake_word(self, waived: bool) -> None:
         return None
 
     def play_ring(self) -> None:

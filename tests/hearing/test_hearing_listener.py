@@ -163,6 +163,20 @@ def test_wakeword_mode_ignores_speech_without_the_wake_word_except_in_follow_up(
     assert feed(listener, scene.audio) == []  # the window has expired
 
 
+def test_a_waived_wake_word_admits_every_turn_until_withdrawn(asr: PocketsphinxEngine) -> None:
+    """A ringing timer: "stop" needs no wake word for as long as it rings, however long
+    the room is quiet before it is said, and for more than one turn (the words here are
+    the grammar's)."""
+    stop = place([(0.5, piper_speech("Turn off the light."))], 3.0, snr_db=40.0, seed=26)
+    listener = Listener(vad(), asr, mode=ListenMode.WAKEWORD, wakeword=wakeword(), follow_up_s=1.0)
+    listener.waive_wake_word(True)
+    assert feed(listener, np.zeros(16000 * 8, dtype=np.int16)) == []  # 8 s of quiet: still open
+    assert [f.text for f in finals(feed(listener, stop.audio))] == ["turn off the light"]
+    assert [f.text for f in finals(feed(listener, stop.audio))] == ["turn off the light"]  # again
+    listener.waive_wake_word(False)
+    assert feed(listener, stop.audio) == []  # the wake word is needed again
+
+
 def test_wake_word_then_silence_is_discarded(asr: PocketsphinxEngine) -> None:
     scene = place([(1.0, piper_speech("Okay nabu."))], 8.0, snr_db=40.0, seed=25)
     listener = Listener(vad(), asr, mode=ListenMode.WAKEWORD, wakeword=wakeword(), wake_timeout_s=3.0)

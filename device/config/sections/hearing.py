@@ -90,7 +90,8 @@ class ListenConfig:
     )
     follow_up_s: float = setting(
         5.0, "wakeword mode: after each reply, accept a turn without the wake word for this "
-        "long. 0: always require the wake word.", minimum=0.0, maximum=120.0,
+        "long. 0: always require the wake word. Not while Home Assistant's pipeline answers "
+        "(HA decides: continue_conversation).", minimum=0.0, maximum=120.0,
     )
     button_mode: str = setting(
         "hold", "button mode: hold (talk while held) or press (press to start; the end of "
