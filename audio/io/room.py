@@ -263,19 +263,28 @@ class SimulatedRoom(AudioBackend):
         return self.period_samples if self._pending_write is not None else 0
 
     def add_talker(self, pcm: Pcm | str | Path, start_s: float | None = None,
-                   gain_db: float = 0.0) -> None:
+                   gain_db: float = 0.0, *, after_s: float | None = None) -> float:
         """Schedule a near-end talker: 16 kHz mono int16 PCM (or a WAV file) starting at
-        audio time ``start_s`` (None: now). Safe from any thread at any time."""
+        audio time ``start_s``, or ``after_s`` from the audio time it is scheduled at
+        (neither: now). Returns its start (s). Safe from any thread at any time.
+
+        ``after_s`` is read under the room's lock: a caller that read :attr:`now_s` and
+        then scheduled could lose a second of audio between the two in a room running
+        faster than real time, and the talker's first words with it."""
         if isinstance(pcm, (str, Path)):
             pcm, _ = read_wav(pcm)
         signal = np.asarray(pcm, dtype=np.float64) * float(10.0 ** (gain_db / 20.0))
         with self._lock:
             now = self._mic_pos
-            start = now if start_s is None else round(start_s * SAMPLE_RATE)
+            if after_s is not None:
+                start = now + round(after_s * SAMPLE_RATE)
+            else:
+                start = now if start_s is None else round(start_s * SAMPLE_RATE)
             if start < now:
                 _LOGGER.debug("talker scheduled %d samples in the past: its start is skipped",
                               now - start)
             self._talkers.append(_Talker(start, signal))
+        return start / SAMPLE_RATE
 
     def read(self) -> Captured:
         if not self._open:

@@ -143,6 +143,22 @@ def test_add_talker_from_another_thread_while_running() -> None:
     assert np.array_equal(got, tone)
 
 
+def test_a_talker_after_s_from_now_starts_then_whole() -> None:
+    """``after_s`` counts from the room's time when the talker is scheduled (under its
+    lock), and the start it returns is where the talker's first sample lands."""
+    room = SimulatedRoom(PERIOD, speed=0, noise_dbfs=-150, echo_gain_db=-120)
+    room.open()
+    for _ in range(25):  # 0.25 s in
+        room.read()
+        room.write(np.zeros(PERIOD, np.int16))
+    tone = (np.sin(np.arange(1600) * 0.3) * 8000).astype(np.int16)
+    start = room.add_talker(tone, after_s=0.1)
+    assert start == pytest.approx(0.35)
+    got = np.concatenate([room.read().mic for _ in range(30)])
+    room.close()
+    assert not np.any(got[:1600]) and np.array_equal(got[1600:3200], tone)
+
+
 def test_speed_one_is_real_time_and_speed_zero_is_not_paced() -> None:
     assert not SimulatedRoom(PERIOD, speed=0).paced
     room = SimulatedRoom(PERIOD, speed=1.0)

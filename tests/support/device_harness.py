@@ -22,7 +22,7 @@ import numpy as np
 from edgevoice.audio.frames import Pcm
 from edgevoice.audio.io.room import SimulatedRoom
 from edgevoice.device.config import load_config
-from edgevoice.device.events import Event
+from edgevoice.device.events import Event, EventType
 from edgevoice.device.runtime.daemon import Daemon
 from edgevoice.device.system.sdnotify import Notifier
 
@@ -74,9 +74,7 @@ class Device:
     def say(self, text: str, *, after_s: float = 0.3) -> float:
         """Put ``text`` into the room ``after_s`` seconds of audio from now."""
         pcm = voice(text)  # first: synthesis takes real time while the room's clock runs on
-        start = self.room.now_s + after_s
-        self.room.add_talker(pcm, start_s=start)
-        return start
+        return self.room.add_talker(pcm, after_s=after_s)
 
     async def wait_for(self, type_: str, timeout_s: float = 60.0, **match: Any) -> Event:
         """The next event of ``type_`` (whose data has ``match``), or fail the test."""
@@ -87,8 +85,9 @@ class Device:
                 seen = [e.type for e in self.events]
                 # the last events whole: what the device did instead is in their data
                 last = "\n".join(f"  {e.type} {e.data}" for e in self.events[-15:])
+                heard = [e.data.get("text") for e in self.events if e.type == EventType.TRANSCRIPT_USER]
                 raise AssertionError(f"no {type_} {match or ''} within {timeout_s} s; saw {seen}; "
-                                     f"the last ones:\n{last}")
+                                     f"the turns heard: {heard}; the last events:\n{last}")
             try:
                 event = await asyncio.wait_for(self._queue.get(), remaining)
             except TimeoutError:
