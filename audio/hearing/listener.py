@@ -213,11 +213,10 @@ class Listener:
         self._update_auto_start()
         return events
 
-    def open_follow_up(self, seconds: float | None = None) -> None:
+    def open_follow_up(self) -> None:
         """After a reply, accept a turn without the wake word for ``follow_up_s``."""
-        span = self.follow_up_s if seconds is None else seconds
-        if self.mode == ListenMode.WAKEWORD and span > 0:
-            self._follow_up_until = self.now + span
+        if self.mode == ListenMode.WAKEWORD and self.follow_up_s > 0:
+            self._follow_up_until = self.now + self.follow_up_s
             self._update_auto_start()
 
     def waive_wake_word(self, waived: bool) -> None:

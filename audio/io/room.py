@@ -271,6 +271,8 @@ class SimulatedRoom(AudioBackend):
         ``after_s`` is read under the room's lock: a caller that read :attr:`now_s` and
         then scheduled could lose a second of audio between the two in a room running
         faster than real time, and the talker's first words with it."""
+        if start_s is not None and after_s is not None:
+            raise ValueError("give the talker's start_s or its after_s, not both")
         if isinstance(pcm, (str, Path)):
             pcm, _ = read_wav(pcm)
         signal = np.asarray(pcm, dtype=np.float64) * float(10.0 ** (gain_db / 20.0))

@@ -158,7 +158,8 @@ def test_wakeword_mode_ignores_speech_without_the_wake_word_except_in_follow_up(
     assert [f.text for f in finals(events)] == ["what is the time"]
     # The window closes with the turn: the next turn needs the wake word again.
     assert feed(listener, scene.audio) == []
-    listener.open_follow_up(1.0)
+    listener.follow_up_s = 1.0  # as a live config change sets it
+    listener.open_follow_up()
     assert feed(listener, np.zeros(16000 * 2, dtype=np.int16)) == []
     assert feed(listener, scene.audio) == []  # the window has expired
 
