@@ -6,7 +6,8 @@ answered by ``here``; ``bye`` on a clean stop), claim each wake word they hear
 (``claim`` with ``score`` = wake probability × speech level) and say what they decided
 (``answered`` / ``stood_down``). A device waits for the
 others' claims at most ``[arbitration] window_ms``, and only while some device it knows
-in the room has not claimed yet; with no broker, or nobody else in the room, it answers
+in the room has not claimed yet; a winner also waits for the word of each device it
+beat (a second window at most); with no broker, or nobody else in the room, it answers
 at once. Runs on the event loop; paho's thread hands messages over.
 """
 
@@ -134,7 +135,7 @@ class WakeArbiter:
             while (verdict := election.decide(self._clock())) is None:
                 assert self._changed is not None
                 self._changed.clear()
-                remaining = election.deadline - self._clock()
+                remaining = election.next_check(self._clock()) - self._clock()
                 if remaining <= 0:
                     continue
                 try:

@@ -3,13 +3,19 @@
 Every device that hears the wake word claims it with ``score`` = wake probability ×
 speech level; the highest claim wins, ties to the lowest device id. Each device says
 what it decided (``answered`` / ``stood down``) once it knows. A device decides as soon
-as it can: at once when no other device is known in the room; as soon as a higher claim
-arrives, or a device says it answered (it lost); when every known device of the room has
-claimed and it is the best — but a device whose claim came in *before* its own may
-already have decided (it could not have seen ours in time), so it also waits for each of
-those to say it stood down; else when its window closes: it answers when nobody claimed
-before it, and stands down when somebody did and never said it stood down (that one
-answered).
+as it can:
+
+- it stands down as soon as a higher claim arrives, or a device says it answered;
+- it answers at once when no other device is known in the room;
+- otherwise it answers once every device whose claim it beats has said it stood down,
+  and either every known device of the room has claimed or its window has closed.
+
+Waiting for the losers' word is what makes one answer hold under broker latency and
+jitter. A loser that decided before our claim reached it (its window closed first)
+answered, and says so; we then stand down. Which of two claims left first cannot be
+told from when they arrived, so every loser is waited for, not only the "earlier" ones.
+A loser that stays silent for a second window (gone with its connection) is not waited
+for any longer: the device answers rather than leave the room silent.
 
 No clock and no I/O: times (seconds, any monotonic origin) are passed in.
 """
@@ -50,7 +56,17 @@ class Election:
 
     @property
     def deadline(self) -> float:
+        """When the window closes: a known device that has not claimed by then did not hear it."""
         return self.me.at + self.window_s
+
+    @property
+    def give_up_at(self) -> float:
+        """When a beaten claimant that never said what it decided is taken for gone."""
+        return self.me.at + 2 * self.window_s
+
+    def next_check(self, now: float) -> float:
+        """When :meth:`decide` may change its mind without a new message."""
+        return self.deadline if now < self.deadline else self.give_up_at
 
     def add(self, claim: Claim) -> None:
         """A claim from another device: counted when it is near enough in time to ours to
@@ -62,8 +78,10 @@ class Election:
             self.claims[claim.device] = claim
 
     def told(self, device: str, verdict: Verdict) -> None:
-        """Another device said what it decided."""
-        if device != self.me.device:
+        """Another device said what it decided about its claim. A device's claim always
+        arrives before its verdict (one connection, one broker, in order), so a verdict
+        from a device with no claim here is about another wake word."""
+        if device in self.claims:
             self.verdicts[device] = verdict
 
     def winner(self) -> Claim:
@@ -74,19 +92,17 @@ class Election:
         return best
 
     def decide(self, now: float) -> Verdict | None:
-        """The verdict, or None to keep waiting (until :attr:`deadline`)."""
+        """The verdict, or None to keep waiting (until :meth:`next_check`)."""
         if Verdict.ANSWER in self.verdicts.values():
             return Verdict.STAND_DOWN
         if any(claim.beats(self.me) for claim in self.claims.values()):
             return Verdict.STAND_DOWN
-        # Claims that came in before ours: their makers decide without waiting for us.
-        earlier = [c.device for c in self.claims.values() if c.at <= self.me.at]
-        undecided = [d for d in earlier if self.verdicts.get(d) is not Verdict.STAND_DOWN]
+        unconfirmed = [d for d in self.claims if self.verdicts.get(d) is not Verdict.STAND_DOWN]
         everyone = not self.peers or self.peers <= set(self.claims)
-        if everyone and not undecided:
+        if not unconfirmed and (everyone or now >= self.deadline):
             return Verdict.ANSWER
-        if now >= self.deadline:
-            return Verdict.STAND_DOWN if undecided else Verdict.ANSWER
+        if now >= self.give_up_at:
+            return Verdict.ANSWER
         return None
 
 
@@ -125,14 +141,14 @@ class Room:
         self.recent_verdicts.append((device, verdict, at))
 
     def open(self, me: Claim, window_s: float) -> Election:
-        """An election for this device's own claim, with the claims and verdicts already
-        in. A claim older than one window before ours belongs to a device that has
-        decided by now: ours counts as later than it (it is an earlier claim)."""
+        """An election for this device's own claim, with the claims and verdicts that
+        arrived before it (within two windows: the claimant may still be waiting on others)."""
         election = Election(me, self.peers(me.at), window_s)
         for claim in self.recent:
             if 0 <= me.at - claim.at <= 2 * window_s:
                 election.claims.setdefault(claim.device, claim)
-        for device, verdict, at in self.recent_verdicts:  # said at most one window ago
-            if 0 <= me.at - at <= window_s:
+        for device, verdict, at in self.recent_verdicts:
+            claimed = election.claims.get(device)
+            if claimed is not None and at >= claimed.at:  # about that claim, not an older one
                 election.told(device, verdict)
         return election

@@ -23,9 +23,12 @@ def test_waits_only_for_known_peers_then_decides_early() -> None:
     election = room.open(Claim("a", 0.6, 10.0), window_s=0.25)
     assert election.decide(10.01) is None
     election.add(Claim("b", 0.4, 10.02))
+    election.told("b", Verdict.STAND_DOWN)
     assert election.decide(10.02) is None  # c has not claimed yet
     election.add(Claim("c", 0.5, 10.03))
-    assert election.decide(10.03) is Verdict.ANSWER  # everyone claimed, a is highest: no more wait
+    assert election.decide(10.03) is None  # c has not said it stood down
+    election.told("c", Verdict.STAND_DOWN)
+    assert election.decide(10.04) is Verdict.ANSWER  # everyone claimed and gave way: no more wait
 
 
 def test_a_higher_claim_stands_down_at_once() -> None:
@@ -62,6 +65,7 @@ def test_old_claims_and_departed_peers_do_not_count() -> None:
     assert election.peers == frozenset({"b"})
     assert election.claims == {}  # the old 0.9 is another wake word
     election.add(Claim("b", 0.05, 10.01))
+    election.told("b", Verdict.STAND_DOWN)
     assert election.decide(10.01) is Verdict.ANSWER
     assert Room("a", expiry_s=5.0).peers(0.0) == frozenset()
     stale = Room("a", expiry_s=5.0)
@@ -88,9 +92,60 @@ def test_a_device_that_answered_wins_even_against_a_better_late_claim() -> None:
     assert election.decide(10.0) is Verdict.STAND_DOWN
 
 
-def test_an_earlier_claimer_that_never_says_anything_answered() -> None:
+def test_a_beaten_claim_that_arrived_after_ours_must_still_give_way() -> None:
+    # Under broker jitter the arrival order is not the sending order: c's claim left
+    # first but arrived after b's own, and c's window closed before b's claim reached
+    # it, so c answered. b beats c on score and must hear that before answering.
+    room = Room("b")
+    room.present("a", 0.0)
+    room.present("c", 0.0)
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    election.add(Claim("c", 0.2, 10.005))
+    election.add(Claim("a", 0.1, 10.07))
+    election.told("a", Verdict.STAND_DOWN)
+    assert election.decide(10.08) is None
+    election.told("c", Verdict.ANSWER)
+    assert election.decide(10.2) is Verdict.STAND_DOWN
+
+
+def test_a_beaten_claimant_that_never_says_anything_is_waited_for_a_second_window() -> None:
     room = Room("b")
     room.present("a", 0.0)
     room.heard(Claim("a", 0.3, 9.95), horizon_s=0.5)
     election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
-    assert election.decide(10.25) is Verdict.STAND_DOWN
+    assert election.decide(10.25) is None
+    assert election.next_check(10.25) == 10.5
+    assert election.decide(10.5) is Verdict.ANSWER  # a is gone: the room is not left silent
+
+
+def test_the_window_closes_with_every_claimant_confirmed_when_a_peer_never_claims() -> None:
+    room = Room("a")
+    room.present("b", 0.0)
+    room.present("c", 0.0)
+    election = room.open(Claim("a", 0.6, 10.0), window_s=0.25)
+    election.add(Claim("b", 0.4, 10.02))
+    election.told("b", Verdict.STAND_DOWN)
+    assert election.next_check(10.1) == 10.25
+    assert election.decide(10.25) is Verdict.ANSWER  # c did not hear it
+
+
+def test_a_verdict_given_before_our_claim_about_a_claim_from_then_counts() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.heard(Claim("a", 0.3, 9.6), horizon_s=0.5)
+    room.decided("a", Verdict.STAND_DOWN, 9.65, horizon_s=0.5)  # more than one window ago
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.decide(10.0) is Verdict.ANSWER
+
+
+def test_a_verdict_about_an_older_wake_word_does_not_count() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    room.decided("a", Verdict.ANSWER, 9.9, horizon_s=0.5)  # its claim was long ago
+    room.heard(Claim("a", 0.3, 9.95), horizon_s=0.5)  # a's claim for this wake word
+    election = room.open(Claim("b", 0.9, 10.0), window_s=0.25)
+    assert election.verdicts == {}
+    election.told("c", Verdict.ANSWER)  # c never claimed this one
+    assert election.decide(10.0) is None
+    election.told("a", Verdict.STAND_DOWN)
+    assert election.decide(10.0) is Verdict.ANSWER
