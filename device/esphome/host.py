@@ -74,7 +74,7 @@ class DaemonSatellite:
         daemon = self._daemon
         conversation = daemon.conversation
         telemetry = conversation.telemetry() if conversation is not None else {}
-        latency = (conversation.last_metrics or {}).get("voice_to_voice_ms") if conversation else None
+        latency = (conversation.reports.last or {}).get("voice_to_voice_ms") if conversation else None
         volume = self._speaker_muted_volume
         if volume is None:
             volume = daemon.speaker.volume if daemon.speaker is not None else daemon.config.audio.volume

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgevoice.audio.speaking.earcons import Earcon, earcon_pcm
 from edgevoice.device.mqtt.remote import BusyError
-from edgevoice.device.runtime.state import Input, State
+from edgevoice.device.runtime.state import State
 from edgevoice.errors import EdgeVoiceError
 
 if TYPE_CHECKING:
@@ -115,9 +115,8 @@ class Announcer:
         wake earcon, the listener's turn with pre-roll, ended by the VAD."""
         if conversation.state is not State.IDLE:
             return False
-        conversation.front.control(lambda listener: listener.start_turn_now())
-        await conversation.feed(Input.BUTTON_PRESS, onset=conversation.clock.now())
-        return _state_of(conversation) is State.LISTENING  # feed() moved it on
+        await conversation.listen()
+        return _state_of(conversation) is State.LISTENING  # listen() moved it on
 
     async def _until(self, done: Callable[[], bool], timeout_s: float | None = None) -> bool:
         """Wait until ``done()``; re-checked on every bus event (state changes) and every

@@ -19,18 +19,16 @@ become the next turn) or the device's own echo (ignored).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 import traceback
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 from edgevoice.audio.hearing.endpoint import SpeechStarted
 from edgevoice.audio.hearing.listener import (
     FinalTranscript,
     HearingEvent,
-    Listener,
     PartialTranscript,
     SpeechStopped,
     TurnDiscarded,
@@ -43,12 +41,16 @@ from edgevoice.audio.speaking.tts import TtsAudio
 from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.events import EventBus, EventType
 from edgevoice.device.knowledge import KnowledgeBase
+from edgevoice.device.runtime import inputs, sources
 from edgevoice.device.runtime.bargein import BargeInMonitor
-from edgevoice.device.runtime.controls import CONFIRMATION, Control, control_of
+from edgevoice.device.runtime.controls import control_of
 from edgevoice.device.runtime.frontend import FrameSource, FrontEnd, FrontEndThread, FrontResult
 from edgevoice.device.runtime.idle import IdleReset
-from edgevoice.device.runtime.metrics import Mark, RunningPercentiles, TurnTimeline
-from edgevoice.device.runtime.state import Action, Context, Input, State, transition
+from edgevoice.device.runtime.idle import watch as watch_idle
+from edgevoice.device.runtime.inputs import StateInput, onset_of
+from edgevoice.device.runtime.metrics import Mark, TurnTimeline
+from edgevoice.device.runtime.reports import TurnReports
+from edgevoice.device.runtime.state import Action, Context, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.runtime.turns import (
     ConversationSettings,
@@ -98,8 +100,7 @@ class Conversation:
         self._in_reply = False
         self.clock = clock
         self.counters = Counters()
-        self.percentiles = RunningPercentiles()
-        self.last_metrics: dict[str, Any] | None = None
+        self.reports = TurnReports(bus, clock)
         self._worker: FrontEndThread | None = None  # its last result: telemetry's levels
         self._lock = asyncio.Lock()
         self._turn: Turn | None = None  # the turn being heard (or the candidate)
@@ -134,7 +135,9 @@ class Conversation:
                                 in_reply=lambda: self._in_reply, playing=self.replies.speaker.is_playing,
                                 on_failure=self._frame_failed)
         self._worker = worker
-        idle = asyncio.create_task(self._idle_reset(), name="conversation-idle-reset")
+        idle = asyncio.create_task(
+            watch_idle(self._idle, self.settings.session_idle_reset_s, may_reset=self._may_reset,
+                       reset=lambda: self.reset(quiet=True)), name="conversation-idle-reset")
         worker.start()
         try:
             while (result := await worker.results.get()) is not None:
@@ -148,16 +151,6 @@ class Conversation:
             worker.stop()
             await cancel_task(idle)
             await asyncio.to_thread(worker.join, 5.0)
-
-    def _on_front_thread(self, action: Callable[[], object]) -> None:
-        """Run ``action`` on the front-end thread before its next frame (it owns the
-        barge-in detector and the listener)."""
-
-        def run(_: Listener) -> list[HearingEvent]:
-            action()
-            return []
-
-        self.front.control(run)
 
     def _frame_failed(self, index: int, details: str) -> None:
         # One bad frame (an engine error, a bug) must not end the conversation: say so, at
@@ -188,16 +181,16 @@ class Conversation:
             self.front.control(lambda listener: listener.button_pressed())
         elif self.state is State.IDLE:
             self.front.control(lambda listener: listener.start_turn_now())
-        await self.feed(Input.BUTTON_PRESS, onset=self.clock.now())
+        await self.feed(inputs.ButtonPressed(self.clock.now()))
 
     async def button_released(self) -> None:
-        await self.feed(Input.BUTTON_RELEASE)
+        await self.feed(inputs.ButtonReleased())
 
     async def reset(self, *, quiet: bool = False) -> None:
-        await self.feed(Input.RESET, quiet=quiet)
+        await self.feed(inputs.ResetAsked(quiet))
 
     async def set_muted(self, muted: bool) -> None:
-        await self.feed(Input.MUTE if muted else Input.UNMUTE)
+        await self.feed(inputs.MuteSet(muted))
 
     @property
     def muted(self) -> bool:
@@ -219,18 +212,18 @@ class Conversation:
 
     async def say(self, text: str) -> None:
         """Speak ``text`` now (not a reply to a turn): MQTT ``say``, greetings, failures."""
-        await self.feed(Input.SAY, text=text)
+        await self.feed(inputs.SayAsked(text))
 
     async def announce(self, audio: AsyncIterable[TtsAudio], text: str, utterance_id: str) -> None:
         """Play ``audio`` now, as :meth:`say` speaks (an announcement Home Assistant sent);
         ``reply.done`` for ``utterance_id`` says how it ended."""
-        await self.feed(Input.SAY, text=text, audio=audio, utterance_id=utterance_id)
+        await self.feed(inputs.SayAsked(text, audio, utterance_id))
 
     async def listen(self) -> None:
         """Open a turn now, without the wake word (a conversation HA continues or starts)."""
         if self.state is State.IDLE:
             self.front.control(lambda listener: listener.start_turn_now())
-            await self.feed(Input.BUTTON_PRESS, onset=self.clock.now())
+            await self.feed(inputs.ButtonPressed(self.clock.now()))
 
     def end_turn(self) -> None:
         """End the turn being heard now (the remote recognizer heard the speech end)."""
@@ -238,22 +231,25 @@ class Conversation:
 
     def waive_wake_word(self, waived: bool) -> None:
         """Speech needs no wake word while ``waived`` (a ringing timer's "stop")."""
-        self._on_front_thread(lambda: self.front.listener.waive_wake_word(waived))
+        self.front.run_on_thread(lambda: self.front.listener.waive_wake_word(waived))
 
     # --- the state machine ----------------------------------------------------------------
 
-    async def feed(self, event: Input, **data: Any) -> None:
+    async def feed(self, happened: StateInput) -> None:
         async with self._lock:
-            await self._feed_locked(event, **data)
+            await self._feed_locked(happened)
 
-    async def _feed_locked(self, event: Input, **data: Any) -> None:
-        result = transition(self.state, event, self.context(listener_opened=bool(data.get("follow_up"))))
+    async def _feed_locked(self, happened: StateInput) -> None:
+        event = happened.kind
+        # Speech is fed only once the listener opened the turn itself (follow-up window).
+        opened = isinstance(happened, inputs.SpeechHeard)
+        result = transition(self.state, event, self.context(listener_opened=opened))
         if result.ignored:
             _LOGGER.debug("%s ignored in %s", event, self.state)
             return
         previous = self.state
         for action in result.actions:
-            await self._act(action, event, data)
+            await self._act(action, happened)
         self._set_state(result.state)
         if previous is not result.state:
             _LOGGER.debug("%s: %s -> %s", event, previous, result.state)
@@ -273,39 +269,43 @@ class Conversation:
         if self.on_state is not None:
             self.on_state(state)
 
-    async def _act(self, action: Action, event: Input, data: dict[str, Any]) -> None:
+    async def _act(self, action: Action, happened: StateInput) -> None:
+        onset = onset_of(happened)
+        quiet = isinstance(happened, inputs.ResetAsked) and happened.quiet
         if action is Action.START_TURN:
-            if event is Input.BARGE_IN and self._turn is not None:
-                self._remote_turn_started(self._turn, data)
+            if isinstance(happened, inputs.BargedIn) and self._turn is not None:
+                self._remote_turn_started(self._turn, happened)
                 return  # the candidate turn that interrupted becomes the turn
             self._turn = Turn(TurnTimeline(new_id("turn")))
-            if "onset" in data:
-                self._turn.timeline.mark(Mark.SPEECH_STARTED, data["onset"])
-            self._remote_turn_started(self._turn, data)
+            if onset is not None:
+                self._turn.timeline.mark(Mark.SPEECH_STARTED, onset)
+            self._remote_turn_started(self._turn, happened)
         elif action is Action.SEND_TURN:
             turn = self._turn
-            assert turn is not None
+            assert turn is not None and isinstance(happened, inputs.TurnFinished)
             self._turn = None
-            self._start_reply(turn, data["final"])
+            self._start_reply(turn, happened.final)
         elif action is Action.CANCEL_REPLY:
-            await self._interrupt(onset=data.get("onset", self.clock.now()), reason=str(event))
+            onset = self.clock.now() if onset is None else onset
+            await self._interrupt(onset=onset, reason=str(happened.kind))
         elif action is Action.ABANDON_TURN:
             self._turn = None
             self.front.control(lambda listener: listener.set_enabled(False) + listener.set_enabled(True))
         elif action is Action.STOP_TURN:
             self.front.control(lambda listener: listener.button_released())
         elif action is Action.START_SAY:
-            self._start_say(str(data.get("text", "")), data.get("audio"), data.get("utterance_id"))
+            assert isinstance(happened, inputs.SayAsked)
+            self._start_say(happened.text, happened.audio, happened.utterance_id)
         elif action is Action.RESET_SESSION:
             self.agent.reset_session()
             self._interrupted = None
             self.bus.emit(EventType.SESSION_RESET, session_id=self.agent.session_id,
-                          reason=str(event))
+                          reason=str(happened.kind))
         elif action is Action.EARCON_WAKE:
             self.earcons.play(Earcon.WAKE)
         elif action is Action.EARCON_ERROR:
             self.earcons.play(Earcon.ERROR)
-        elif action is Action.EARCON_RESET and not data.get("quiet"):
+        elif action is Action.EARCON_RESET and not quiet:
             self.earcons.play(Earcon.RESET)
         self._idle.activity(time.monotonic())
 
@@ -332,7 +332,7 @@ class Conversation:
             elif self.state is State.LISTENING and self._turn is not None:
                 self._turn.timeline.mark(Mark.SPEECH_STARTED, event.start_s)
             else:
-                await self.feed(Input.SPEECH_STARTED, onset=event.start_s, follow_up=True)
+                await self.feed(inputs.SpeechHeard(event.start_s))
         elif isinstance(event, SpeechStopped):
             if self._turn is not None:
                 self._turn.timeline.mark(Mark.SPEECH_END, event.t)
@@ -345,7 +345,7 @@ class Conversation:
                 self._stood_down = True
                 self.front.control(lambda listener: listener.set_enabled(False) + listener.set_enabled(True))
                 return
-            await self.feed(Input.WAKE_WORD, wake_word=event.name)
+            await self.feed(inputs.WakeWordHeard(event.name))
         elif isinstance(event, PartialTranscript):
             turn = self._turn
             if turn is not None and turn.accepted:
@@ -371,20 +371,20 @@ class Conversation:
                 self._turn = None
                 return
             turn.accepted = True
-            await self.feed(Input.SPEECH_STARTED, onset=final.start, follow_up=True)
+            await self.feed(inputs.SpeechHeard(final.start))
             if self._turn is not turn and self._turn is not None:
                 self._turn.timeline.marks.update(turn.timeline.marks)
                 turn = self._turn
         if turn.barge_in:
             heard = len(final.words)
-            self._on_front_thread(lambda: self.barge_in.turn_finished(heard))
+            self.front.run_on_thread(lambda: self.barge_in.turn_finished(heard))
         turn.text = final.text
         turn.timeline.mark(Mark.ASR_FINAL, self.clock.now())
         self.counters.turns += 1
         self.bus.announce(final)
         if self.settings.log_transcripts:
             _LOGGER.info("user said: %s", final.text)
-        await self.feed(Input.TURN_FINAL, final=final)
+        await self.feed(inputs.TurnFinished(final))
 
     async def _on_discarded(self, discarded: TurnDiscarded) -> None:
         turn = self._turn
@@ -405,10 +405,10 @@ class Conversation:
             self.remote.turn_abandoned(turn.timeline.turn_id)
         self.counters.discarded += 1
         self.bus.announce(discarded)
-        await self.feed(Input.TURN_DISCARDED)
+        await self.feed(inputs.TurnDropped())
         if turn.barge_in:
             self.counters.false_barge_ins += 1
-            self._on_front_thread(lambda: self.barge_in.turn_finished(0))
+            self.front.run_on_thread(lambda: self.barge_in.turn_finished(0))
             if self.barge_in.detector.settings.resume_after_false_barge_in:
                 await self._resume_after_false_barge_in()
 
@@ -431,7 +431,7 @@ class Conversation:
         # how far the front end ran behind the audio clock at that moment
         self.bus.emit(EventType.BARGE_IN, onset_s=round(onset_s, 3), detected_s=round(now, 3),
                       frame_s=round(now if frame_s is None else frame_s, 3))
-        await self.feed(Input.BARGE_IN, onset=onset_s)
+        await self.feed(inputs.BargedIn(onset_s))
 
     async def _resume_after_false_barge_in(self) -> None:
         interrupted = self._interrupted
@@ -447,14 +447,14 @@ class Conversation:
     def _remote_active(self) -> bool:
         return self.remote is not None and self.remote.active
 
-    def _remote_turn_started(self, turn: Turn, data: dict[str, Any]) -> None:
+    def _remote_turn_started(self, turn: Turn, happened: StateInput) -> None:
         if self.remote is not None and self.remote.active:
-            self.remote.turn_started(turn.timeline.turn_id, wake_word=data.get("wake_word"),
-                                     onset_s=data.get("onset"))
+            wake_word = happened.wake_word if isinstance(happened, inputs.WakeWordHeard) else None
+            self.remote.turn_started(turn.timeline.turn_id, wake_word=wake_word, onset_s=onset_of(happened))
 
     def _start_reply(self, turn: Turn, final: FinalTranscript) -> None:
         user = UserTurn(text=final.text, low_confidence=final.low_confidence)
-        self._on_front_thread(self.barge_in.reset)
+        self.front.run_on_thread(self.barge_in.reset)
         self._reply_turn = turn
         self._reply_ended_at = None
         self._interrupted = None
@@ -471,25 +471,17 @@ class Conversation:
             return
         control = control_of(final.text) if taken is None else None
         if taken is not None or control is not None:  # handled here, never sent to the agent
-            deltas = (self._control(control, silent=turn.barge_in) if control is not None
-                      else once(taken or ""))
+            deltas = (sources.from_control(control, self.agent, bus=self.bus, silent=turn.barge_in,
+                                           on_stop=self.end_after_reply)
+                      if control is not None else once(taken or ""))
             self._reply_task = asyncio.create_task(
                 self._run_reply(turn, deltas, record=False), name=f"control-{turn.timeline.turn_id}"
             )
             return
-        self._reply_task = asyncio.create_task(
-            self._run_reply(turn, self._agent_stream(turn, user)), name=f"reply-{turn.timeline.turn_id}"
-        )
-
-    async def _control(self, control: Control, *, silent: bool) -> AsyncIterator[str]:
-        """The controls "start over" and "stop": a new session with the agent (and for "stop", no
-        follow-up window); a short confirmation unless the words interrupted a reply."""
-        self.agent.reset_session()
-        self.bus.emit(EventType.SESSION_RESET, session_id=self.agent.session_id, reason=f"voice_{control}")
-        if control is Control.STOP:
-            self._end_after_reply = True
-        if not silent:
-            yield CONFIRMATION[control]
+        deltas = sources.from_agent(self.agent, user, turn.timeline, bus=self.bus, clock=self.clock,
+                                    knowledge=self.knowledge)
+        self._reply_task = asyncio.create_task(self._run_reply(turn, deltas),
+                                               name=f"reply-{turn.timeline.turn_id}")
 
     def _start_say(self, text: str, audio: AsyncIterable[TtsAudio] | None = None,
                    utterance_id: str | None = None) -> None:
@@ -501,20 +493,6 @@ class Conversation:
             self._run_reply(turn, source, record=False, audio=audio is not None),
             name=f"say-{turn.timeline.turn_id}"
         )
-
-    async def _agent_stream(self, turn: Turn, user: UserTurn) -> AsyncIterator[str]:
-        if self.knowledge is not None and self.agent.uses_knowledge:
-            found = self.knowledge.lookup(user.text)
-            turn.timeline.mark(Mark.RETRIEVED, self.clock.now())
-            turn.timeline.extra["retrieval_ms"] = round(found.elapsed_ms, 3)
-            turn.timeline.extra["knowledge_matched"] = len(found.passages)
-            user = dataclasses.replace(user, knowledge=found)
-        turn.timeline.mark(Mark.REQUEST_SENT, self.clock.now())
-        self.bus.emit(EventType.REPLY_REQUESTED, utterance_id=turn.timeline.turn_id,
-                      session_id=self.agent.session_id, provider=self.agent.provider)
-        async for delta in self.agent.reply(user):
-            turn.timeline.mark(Mark.FIRST_TEXT, self.clock.now())
-            yield delta
 
     async def _run_reply(self, turn: Turn, deltas: AsyncIterable[Any], *, record: bool = True,
                          audio: bool = False) -> None:
@@ -528,7 +506,7 @@ class Conversation:
             self._reply_task = None
             self.bus.emit(EventType.ERROR, source="reply", code="reply_failed",
                           message="the reply failed unexpectedly; see the log")
-            await self.feed(Input.REPLY_FAILED)
+            await self.feed(inputs.ReplyFailed())
 
     async def _reply(self, turn: Turn, deltas: AsyncIterable[Any], *, record: bool,
                      audio: bool = False) -> None:
@@ -544,27 +522,27 @@ class Conversation:
         else:
             outcome = await self.replies.speak(deltas, turn.timeline.turn_id, on_started=started,
                                                on_outcome=ended)
-        self._mark_reply(turn, outcome)
+        self.reports.mark_reply(turn, outcome)
         if record:
             self.agent.record_reply(heard_text=outcome.heard_text, interrupted=False)
         self._reply_ended_at = self.clock.now()
         self._reply_task = None
-        self._finish_metrics(turn, str(outcome.status))
+        self.reports.finish(turn, str(outcome.status))
         if outcome.status is ReplyStatus.FAILED:
             error = outcome.error or {"code": "reply_failed", "message": "the reply failed"}
             code = error.get("code", "reply_failed")
             self.counters.agent_errors[code] = self.counters.agent_errors.get(code, 0) + 1
             self.bus.emit(EventType.ERROR, source="reply", **error)
-            await self.feed(Input.REPLY_FAILED)
+            await self.feed(inputs.ReplyFailed())
             if record and self.settings.failure_phrase:
                 await self.say(self.settings.failure_phrase)
         else:
-            await self.feed(Input.REPLY_DONE)
+            await self.feed(inputs.ReplyDone())
             ending, self._end_after_reply = self._end_after_reply, False
             # HA's pipeline decides itself whether the conversation goes on (continue_conversation)
             if self.settings.mode is ListenMode.WAKEWORD and self.settings.follow_up_s > 0 and not (
                     ending or self._remote_active()):
-                self._on_front_thread(self.front.listener.open_follow_up)
+                self.front.run_on_thread(self.front.listener.open_follow_up)
 
     async def _interrupt(self, *, onset: float, reason: str) -> None:
         turn = self._reply_turn
@@ -582,55 +560,27 @@ class Conversation:
         self._reply_ended_at = self.clock.now()
         if turn.timeline.turn_id.startswith("turn") and not turn.remote:
             self.agent.record_reply(heard_text=outcome.heard_text, interrupted=True)
-        self._mark_reply(turn, outcome)
+        self.reports.mark_reply(turn, outcome)
         turn.timeline.mark(Mark.INTERRUPT_ONSET, onset)
         turn.timeline.mark(Mark.PLAYBACK_STOPPED, stopped)
-        self._finish_metrics(turn, "interrupted")
+        self.reports.finish(turn, "interrupted")
         _LOGGER.info("reply %s interrupted (%s)", turn.timeline.turn_id, reason)
 
     async def _cancel_reply(self, *, reason: str) -> None:
         if self._reply_task is not None:
             await self._interrupt(onset=self.clock.now(), reason=reason)
 
-    def _mark_reply(self, turn: Turn, outcome: ReplyOutcome) -> None:
-        t = outcome.timings
-        for mark, stamp in ((Mark.FIRST_SENTENCE, t.first_sentence), (Mark.FIRST_AUDIO, t.first_audio),
-                            (Mark.FIRST_PLAYED, t.first_played)):
-            if stamp is not None:
-                turn.timeline.mark(mark, self.clock.at(stamp))
-
-    def _finish_metrics(self, turn: Turn, status: str) -> None:
-        if turn.timeline.status:
-            return
-        turn.timeline.status = status
-        data = turn.timeline.as_event()
-        stages = turn.timeline.stages_ms()
-        if "voice_to_voice" in stages:
-            data["voice_to_voice_ms"] = stages["voice_to_voice"]
-        self.percentiles.add(stages)
-        self.last_metrics = data
-        self.bus.emit(EventType.METRICS_TURN, **data)
-
     def _reply_audio_started(self, turn: Turn) -> None:
         """The reply's first sample left the loudspeaker (the speaker says so, right after
         ``reply.started``): thinking → speaking."""
         if turn is self._reply_turn and self.state is State.THINKING:
-            task = asyncio.ensure_future(self.feed(Input.REPLY_AUDIO_STARTED))
+            task = asyncio.ensure_future(self.feed(inputs.ReplyAudioStarted()))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-    async def _idle_reset(self) -> None:
-        limit = self.settings.session_idle_reset_s
-        if limit <= 0:
-            return
-        while True:
-            await asyncio.sleep(min(1.0, limit / 4))
-            now = time.monotonic()
-            quiet_for = self._idle.idle_for(now)
-            in_turn = self.front.listener.in_turn  # a plain read; the front-end thread writes it
-            if self.state is State.IDLE and not in_turn and self._idle.due(now, limit) and self.agent.history:
-                _LOGGER.info("no conversation for %.0f s: starting a new session", quiet_for)
-                await self.reset(quiet=True)
+    def _may_reset(self) -> bool:
+        # in_turn: a plain read; the front-end thread writes it
+        return self.state is State.IDLE and not self.front.listener.in_turn and bool(self.agent.history)
 
     def telemetry(self) -> dict[str, Any]:
         """What the MQTT telemetry reports from the conversation."""
@@ -641,7 +591,7 @@ class Conversation:
             "false_barge_ins": self.counters.false_barge_ins,
             "discarded_turns": self.counters.discarded,
             "agent_errors": dict(self.counters.agent_errors),
-            "latency_ms": self.percentiles.summary(),
+            "latency_ms": self.reports.percentiles.summary(),
             **(self._worker.last.levels() if self._worker is not None and self._worker.last else {}),
         }
 

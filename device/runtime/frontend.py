@@ -102,6 +102,16 @@ class FrontEnd:
         with self._lock:
             self._controls.append(action)
 
+    def run_on_thread(self, action: Callable[[], object]) -> None:
+        """Run ``action`` on the front-end thread before its next frame: it owns the
+        listener and the barge-in detector, which nothing else may touch."""
+
+        def run(_: Listener) -> list[HearingEvent]:
+            action()
+            return []
+
+        self.control(run)
+
     def process(self, frame: DuplexFrame, *, in_reply: bool = False, idle: bool = False) -> FrontResult:
         """One frame through the canceller and the listener; while a reply is in flight
         (``in_reply``) the barge-in detector sees the VAD windows and the partial words.

@@ -1,0 +1,41 @@
+"""What a turn reports when its reply is over: the reply's timings as marks on the turn's
+timeline, one ``metrics.turn`` event, and the running percentiles telemetry shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgevoice.device.events import EventBus, EventType
+from edgevoice.device.runtime.metrics import Mark, RunningPercentiles
+from edgevoice.device.runtime.tasks import AudioClock
+from edgevoice.device.runtime.turns import Turn
+from edgevoice.device.speaking.reply import ReplyOutcome
+
+
+class TurnReports:
+    def __init__(self, bus: EventBus, clock: AudioClock) -> None:
+        self.bus = bus
+        self.clock = clock
+        self.percentiles = RunningPercentiles()
+        self.last: dict[str, Any] | None = None  # the last metrics.turn's fields
+
+    def mark_reply(self, turn: Turn, outcome: ReplyOutcome) -> None:
+        """The reply's own timings (monotonic) onto the turn's audio-clock timeline."""
+        t = outcome.timings
+        for mark, stamp in ((Mark.FIRST_SENTENCE, t.first_sentence), (Mark.FIRST_AUDIO, t.first_audio),
+                            (Mark.FIRST_PLAYED, t.first_played)):
+            if stamp is not None:
+                turn.timeline.mark(mark, self.clock.at(stamp))
+
+    def finish(self, turn: Turn, status: str) -> None:
+        """Emit the turn's ``metrics.turn`` once, however its reply ended."""
+        if turn.timeline.status:
+            return
+        turn.timeline.status = status
+        data = turn.timeline.as_event()
+        stages = turn.timeline.stages_ms()
+        if "voice_to_voice" in stages:
+            data["voice_to_voice_ms"] = stages["voice_to_voice"]
+        self.percentiles.add(stages)
+        self.last = data
+        self.bus.emit(EventType.METRICS_TURN, **data)
