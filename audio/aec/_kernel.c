@@ -1,7 +1,8 @@
 /* The edgevoice echo canceller's per-block arithmetic, compiled.
  *
- * audio/aec/engine.py holds the reference implementation in numpy; at 161 bins numpy's
- * per-call cost, not the arithmetic, is what a block costs there (~80 calls). These
+ * audio/aec/numpy_kernel.py holds the reference implementation in numpy, call for call
+ * (audio/aec/engine.py calls one or the other); at 161 bins numpy's per-call cost, not
+ * the arithmetic, is what a block costs there (~80 calls). These
  * functions do the same maths in a handful of calls, on the engine's own arrays through
  * the buffer protocol (no copies, no allocation). The FFTs stay with numpy's pocketfft.
  *
@@ -206,7 +207,7 @@ typedef struct {
     float over, over_talk, talk_ratio, floor;
 } GainParams;
 
-/* The residual-echo suppressor's gain per bin (the engine's _gain): r_s released like
+/* The residual-echo suppressor's gain per bin (numpy_kernel._gain): r_s released like
  * the room and held above residual_lin, the error max(pe, pe_s), a Wiener-style gain
  * with the overestimate, floored. Returns 1 while someone talks (error >> residual). */
 static int suppressor_gain(Py_ssize_t nf, const float *pe, const float *pe_s, const float *residual_lin,

@@ -1,6 +1,7 @@
 """edgevoice's own echo canceller (the default engine).
 
-numpy, vectorised per 10 ms block (its hot part also compiled: :mod:`.kernel`),
+numpy, vectorised per 10 ms block, its per-block arithmetic in a kernel: the compiled
+one (:mod:`.kernel`) or its numpy twin (:mod:`.numpy_kernel`, the reference);
 frame-synchronous input, 10 ms added latency (the residual-echo suppressor's
 overlap-add). Built from:
 
@@ -31,9 +32,9 @@ overlap-add). Built from:
 Cost: at 320 points numpy's per-call overhead, not the arithmetic, is what a block
 costs, so the block is written as few calls on few arrays: four FFT calls (the input
 frame with last block's constrained partitions; both filters' echo estimates; both
-errors with the suppressor's frame; the constraint with the suppressor's output), the
-histories in ring buffers (:mod:`.ring`) instead of shifted arrays, scratch arrays
-reused, and the filters and the suppressor in float32/complex64.
+errors with the suppressor's frame; the constraint with the suppressor's output) around
+six kernel calls, the histories in ring buffers (:mod:`.ring`) instead of shifted
+arrays, and the filters and the suppressor in float32/complex64.
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ import numpy.typing as npt
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.delay import DelayEstimator
-from edgevoice.audio.aec.fft import irfft, rfft
+from edgevoice.audio.aec.fft import rfft
 from edgevoice.audio.aec.fractional import TAP_STEPS, TAP_TABLE_REV, TAPS
 from edgevoice.audio.aec.kernel import choose_kernel
+from edgevoice.audio.aec.numpy_kernel import NumpyKernel, to_pcm
 from edgevoice.audio.aec.ring import RowHistory, SampleRing
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 
@@ -68,12 +70,9 @@ _DRIFT_EVERY = 50  # blocks between drift measurements
 _MAX_DRIFT = 300e-6 * _N  # samples per block
 _DRIFT_BINS = np.arange(4, 100)
 _SCALE = 1.0 / 32768.0
-_PCM_SCALE_SQ = 2.0 ** -30  # energy of int16-scaled samples -> of float samples
 _SETTLED = 1e-30  # residual-echo estimate below which the suppressor's gains are exactly 1
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
-# ndarray.sum without its Python-level wrapper (the same pairwise sum, bit for bit)
-_sum = np.add.reduce
 
 
 class EdgevoiceCanceller(EchoCanceller):
@@ -87,12 +86,15 @@ class EdgevoiceCanceller(EchoCanceller):
                  overestimate_talk: float = 2.0, talk_ratio: float = 4.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999,
                  compiled: bool | None = None) -> None:
-        self._kernel = choose_kernel(compiled)
-        # the per-period 320-point FFTs, into preallocated arrays: the kernel's own (no
-        # per-call plan) or numpy's pocketfft
-        self._rfft: Any = rfft if self._kernel is None else self._kernel.rfft
-        self._irfft: Any = irfft if self._kernel is None else self._kernel.irfft
+        compiled_kernel = choose_kernel(compiled)
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
+        # one block, two kernels: the C one, or its numpy twin when it is not built or not wanted
+        self._kernel: ModuleType | NumpyKernel = (
+            NumpyKernel(self._k) if compiled_kernel is None else compiled_kernel)
+        # the per-period 320-point FFTs, into preallocated arrays: the C kernel's own (no
+        # per-call plan) or numpy's pocketfft
+        self._rfft: Any = self._kernel.rfft
+        self._irfft: Any = self._kernel.irfft
         self._ks = max(1, min(self._k, round(shadow_ms * SAMPLE_RATE / 1000 / _N)))
         self._max_delay = SAMPLE_RATE * max_delay_ms // 1000
         self._margin = SAMPLE_RATE * delay_margin_ms // 1000
@@ -110,31 +112,18 @@ class EdgevoiceCanceller(EchoCanceller):
         self._p_initial = 1.0
         self._far_threshold = 1e-6 * _M * _N * self._k
         self._silence = bytes(2 * _N)
-        # sums over partitions as matrix-vector products (numpy's axis-0 sums are slower)
-        self._ones_r = np.ones(self._k, dtype=_REAL)
-        self._ones_c = np.ones(self._k, dtype=_CPLX)
         self._m_scale = 2.0 / self._k
         self._ref = SampleRing(self._max_delay + 4 * _N + TAPS, spare=64 * _N)
         self._xh = RowHistory(self._k, _F, _CPLX)  # reference spectra, newest first
         self._ph = RowHistory(self._k, _F, _REAL)  # their powers
-        # scratch arrays, reused every period (no allocation in the hot path)
-        self._tmp_c = np.empty((self._k, _F), dtype=_CPLX)
-        self._conj_x = np.empty((self._k, _F), dtype=_CPLX)
-        self._tmp_r = np.empty((self._k, _F), dtype=_REAL)
-        self._tmp_pairs = np.empty((self._k, 2 * _F), dtype=_REAL)
-        # the per-period FFTs' outputs (valid until the next period)
+        # the per-period FFTs' and kernel calls' outputs (valid until the next period; no
+        # allocation in the hot path)
         self._x_spectra = np.empty((3, _F), dtype=_CPLX)
         self._echo_frames = np.empty((2, _M), dtype=_REAL)
         self._spectra = np.empty((3, _F), dtype=_CPLX)
         self._times = np.empty((3, _M), dtype=_REAL)
         self._p0 = np.empty(_F, dtype=_REAL)
-        self._powers = np.empty((3, _F), dtype=_REAL)
-        self._step = np.empty(_F, dtype=_CPLX)
         self._gain_buf = np.empty(_F, dtype=_REAL)  # the suppressor's gains (kept as _last_gain)
-        self._out = np.empty(_N, dtype=_REAL)
-        self._mu_c = np.zeros((self._k, _F), dtype=_CPLX)
-        self._tmp_f = np.empty(_F, dtype=_REAL)
-        self._expected = np.empty(_F, dtype=_REAL)
         self.reset()
 
     # -- state ------------------------------------------------------------------------
@@ -155,7 +144,6 @@ class EdgevoiceCanceller(EchoCanceller):
         self._xbuf = self._x_in[0]
         self._constrained: tuple[int, int] | None = None  # (main, shadow) partitions waiting
         self._W: _Complex = np.zeros((k, _F), dtype=_CPLX)
-        self._w_pairs = self._W.view(_REAL)  # (k, 2F): real and imaginary parts interleaved
         self._P = np.full((k, _F), self._p_initial, dtype=_REAL)
         self._Ws: _Complex = np.zeros((self._ks, _F), dtype=_CPLX)
         self._WX: _Complex = np.zeros((2, _F), dtype=_CPLX)
@@ -170,8 +158,6 @@ class EdgevoiceCanceller(EchoCanceller):
         # row 0: the Kalman filter's smoothed error power m; row 1: the suppressor's pe_s
         self._smooth = np.zeros((2, _F), dtype=_REAL)
         self._smooth[1] = 1e-9
-        self._m = self._smooth[0]
-        self._pe_s = self._smooth[1]
         self._power_sum = 1e-6 * _F  # the reference power, smoothed over periods, summed over bins
         self._row_sums = [0.0] * k  # each history row's total power; the newest at _row_at
         self._row_at = 0
@@ -246,13 +232,8 @@ class EdgevoiceCanceller(EchoCanceller):
             self._store_constrained(spectra[1:])
         kern = self._kernel
         wx = self._WX
-        if kern is not None:  # both echo spectra, |X[0]|^2 and its sum in one call
-            p0 = self._p0
-            p0_sum = kern.estimate(self._W, self._Ws, X, wx, p0)
-        else:
-            p0 = np.abs(X[0], out=self._p0)
-            p0 *= p0
-            p0_sum = float(_sum(p0))
+        p0 = self._p0
+        p0_sum = kern.estimate(self._W, self._Ws, X, wx, p0)  # both echo spectra, |X[0]|^2, its sum
         pxk = self._ph.push(p0)
         # the reference power: its smoothed total sets the regularisation, the total over
         # the filter's reach says whether the far end is active (per-row sums kept in
@@ -263,65 +244,37 @@ class EdgevoiceCanceller(EchoCanceller):
         self._row_sums[at] = p0_sum
         self._far_active = far = sum(self._row_sums) > self._far_threshold
 
-        # echo estimates of both filters: one inverse FFT
+        # echo estimates of both filters: one inverse FFT; their errors, zero-padded, go
+        # into fft_in's rows 0 (main) and 2 (shadow)
         fft_in = self._fft_in
-        err = fft_in[::2, _N:]  # the main and the shadow filter's error, zero-padded
-        if kern is not None:
-            e_energy, es_energy, d_all = kern.errors(d, self._irfft(wx, self._echo_frames), fft_in)
-        else:
-            tmp = self._tmp_c
-            np.multiply(self._W, X, out=tmp)
-            np.matmul(self._ones_c, tmp, out=wx[0])
-            ks = self._ks
-            np.multiply(self._Ws, X[:ks], out=tmp[:ks])
-            np.matmul(self._ones_c[:ks], tmp[:ks], out=wx[1])
-            np.subtract(d, irfft(wx, out=self._echo_frames)[:, _N:], out=err)
-            e_energy = float(err[0] @ err[0])
-            es_energy = float(err[1] @ err[1])
+        e_energy, es_energy, d_all = kern.errors(d, self._irfft(wx, self._echo_frames), fft_in)
         take = 0
         d_energy = 0.0
         if far:
-            d_energy = d_all if kern is not None else float(d @ d)
+            d_energy = d_all
             take = self._choose(d_energy, e_energy, es_energy)
         else:
             self._residual_lin *= 0.5
         # the shadow explains the echo better right now (moved path)
         use_shadow = es_energy < 0.5 * e_energy and self._shadow_wins > 0
 
-        frame = self._frame
-        if kern is not None:
-            kern.frame(frame, fft_in, self._window, 2 if use_shadow else 0)
-        else:
-            frame[:_N] = frame[_N:]
-            frame[_N:] = err[1] if use_shadow else err[0]
-            np.multiply(frame, self._window, out=fft_in[1])
+        kern.frame(self._frame, fft_in, self._window, 2 if use_shadow else 0)
         if not far:
-            return self._finish_alone(d, self._rfft(fft_in[1], self._spectra[1]))
+            return self._finish_alone(self._rfft(fft_in[1], self._spectra[1]))
         # one forward FFT: the main error, the suppressor's frame, the shadow error
         spectra = self._rfft(fft_in, self._spectra)
-        if kern is not None:
-            out_pcm = self._update_compiled(kern, X, pxk, spectra, d_energy)
-            self._apply_choice(take)
-            if self._track_drift:
-                self._follow_drift()
-            return out_pcm
-        powers = np.abs(spectra, out=self._powers)
-        powers *= powers
-        smooth = self._smooth  # the Kalman filter's and the suppressor's error powers
-        smooth += powers[:2]
-        smooth *= 0.5
-        self._adapt(X, pxk, spectra[0], spectra[2])
-        out = self._finish(d, d_energy, spectra[1], powers[1], constrain=True)
+        out_pcm = self._update(kern, X, pxk, spectra, d_energy)
         self._apply_choice(take)
         if self._track_drift:
             self._follow_drift()
-        return out
+        return out_pcm
 
-    def _update_compiled(self, kern: ModuleType, X: _Complex, pxk: _Floats, spectra: _Complex,
-                         d_energy: float) -> Pcm:
+    def _update(self, kern: ModuleType | NumpyKernel, X: _Complex, pxk: _Floats,
+                spectra: _Complex, d_energy: float) -> Pcm:
         """The far-end-active block from the forward FFT on, in two kernel calls around
-        the inverse FFT: what :meth:`_adapt` and :meth:`_finish` (with the constraint)
-        do in numpy."""
+        the inverse FFT: the error powers, the Kalman and shadow updates and the
+        suppressor's gains (``update``), then the overlap-add (``output``). The gradient
+        constraint of one partition of each filter rides on the same inverse FFT."""
         self._noise_at = (self._noise_at + 1) % 4
         j = self._constrain_at
         js = self._shadow_constrain_at
@@ -364,11 +317,8 @@ class EdgevoiceCanceller(EchoCanceller):
         if self._settled:
             return self._pass_through(frame)
         self._residual_lin *= 0.5
-        if self._kernel is not None:
-            np.multiply(frame, self._window, out=self._fft_in[1])
-            out = self._finish_alone(d, self._rfft(self._fft_in[1], self._spectra[1]))
-        else:
-            out = self._finish_alone(d, rfft(frame * self._window))
+        np.multiply(frame, self._window, out=self._fft_in[1])
+        out = self._finish_alone(self._rfft(self._fft_in[1], self._spectra[1]))
         # Once the residual-echo estimate has decayed below 1e-30 the suppressor's gains
         # (1 - 6 r_s / (error + 1e-12)) round to exactly 1 in float32: it only
         # overlap-adds the windowed frames, which needs no FFT. (Exactly zero it never gets:
@@ -384,7 +334,7 @@ class EdgevoiceCanceller(EchoCanceller):
         windowed = frame * self._window_both
         out = self._ola + windowed[:_N]
         self._ola[:] = windowed[_N:]
-        return _to_pcm(out)
+        return to_pcm(out)
 
     # -- delay and drift ---------------------------------------------------------------
     def _follow_delay(self) -> None:
@@ -445,50 +395,9 @@ class EdgevoiceCanceller(EchoCanceller):
         rate = self._drift_rate + 0.5 * moved / _DRIFT_EVERY
         self._drift_rate = max(-_MAX_DRIFT, min(_MAX_DRIFT, rate))
 
-    # -- adaptation ----------------------------------------------------------------------
-    def _adapt(self, X: _Complex, pxk: _Floats, E: _Complex, Es: _Complex) -> None:
-        """Kalman update of the main filter and NLMS update of the shadow (their
-        gradient constraint runs in :meth:`_finish`, on the suppressor's inverse FFT)."""
-        # Kalman gain: the filter's uncertainty P against the (smoothed) error power m.
-        mu = self._tmp_r
-        np.multiply(self._P, pxk, out=mu)
-        expected = np.matmul(self._ones_r, mu, out=self._expected)
-        np.multiply(expected, 0.5, out=self._residual_lin)
-        den = self._tmp_f
-        np.multiply(self._m, self._m_scale, out=den)  # 2 m / k
-        den += expected
-        den += self._delta
-        np.divide(self._P, den, out=mu)
-        # W += mu * conj(X) * E, with mu held as complex (imaginary part 0) so the
-        # product runs complex by complex, as numpy would after casting mu
-        mu_c = self._mu_c
-        mu_c.real[...] = mu
-        conj_x = np.conjugate(X, out=self._conj_x)  # for the shadow's update too
-        grad = np.multiply(mu_c, conj_x, out=self._tmp_c)
-        grad *= E
-        self._W += grad
-        a2 = self._a2
-        mu *= pxk
-        mu *= -0.5 * a2
-        mu += a2
-        self._P *= mu
-        self._noise_at = (self._noise_at + 1) % 4
-        if self._noise_at == 0:  # process noise, added every 4th block (4x): same model, cheaper
-            # |W|^2 from W's (real, imag) pairs: the same sums as W.real**2 + W.imag**2,
-            # without their four temporaries
-            squares = np.multiply(self._w_pairs, self._w_pairs, out=self._tmp_pairs)
-            noise = np.add(squares[:, ::2], squares[:, 1::2], out=mu)
-            noise *= 4.0 * (1.0 - a2)
-            self._P += noise
-        ks = self._ks
-        shadow_power = self._ones_r[:ks] @ pxk[:ks]
-        shadow_power += self._delta
-        np.divide(0.5, shadow_power, out=shadow_power)
-        step = np.multiply(Es, shadow_power, out=self._step)  # 0.5 Es / (power + delta)
-        self._Ws += np.multiply(conj_x[:ks], step, out=grad[:ks])
-
+    # -- the filters' constraint and copies -------------------------------------------
     def _store_constrained(self, spectra: _Complex) -> None:
-        """The constrained partitions' spectra (from :meth:`_finish`'s taps) go back
+        """The constrained partitions' spectra (from :meth:`_update`'s taps) go back
         into the filters."""
         if self._constrained is not None:
             j, js = self._constrained
@@ -534,92 +443,33 @@ class EdgevoiceCanceller(EchoCanceller):
             self._Ws[:] = self._W[: self._ks]
 
     # -- residual echo suppression, output ----------------------------------------------
-    def _gain(self, pe: _Floats) -> _Floats:
-        """The suppressor's gain per bin, from this period's error power ``pe`` (its
-        smoothed version, ``_pe_s``, is already updated)."""
-        rs_err = self._rs_err  # row 0: the residual echo estimate r_s; row 1: the error
-        r_s = rs_err[0]
-        # residual echo decays like the room: keep a slowly released peak
-        r_s *= 0.6
-        np.maximum(self._residual_lin, r_s, out=r_s)
-        # When the error holds far more than the expected residual echo, someone is
-        # talking: overestimate less there, so the near end keeps its weak bins.
-        error = np.maximum(pe, self._pe_s, out=rs_err[1])
-        sums = _sum(rs_err, axis=1)
-        talk = float(sums[1]) / (float(sums[0]) + 1e-12)
-        self._talking = talk >= self._talk_ratio
-        over = self._over_talk if self._talking else self._over
-        gain: _Floats = np.multiply(over, r_s, out=self._gain_buf)
-        error += 1e-12
-        gain /= error
-        np.subtract(1.0, gain, out=gain)
-        np.maximum(self._floor, gain, out=gain)
-        self._last_gain = gain
-        return gain
-
-    def _finish_alone(self, d: _Floats, spectrum: _Complex) -> Pcm:
-        """:meth:`_finish` for a period without filter update (the far end inactive)."""
+    def _finish_alone(self, spectrum: _Complex) -> Pcm:
+        """The suppressor and the overlap-add for a period without filter update (the far
+        end inactive): the error ``spectrum`` (the windowed frame's) through its gains."""
         kern = self._kernel
-        if kern is not None:
-            out_spec = self._ifft_in[2]
-            self._talking = kern.suppress(spectrum, self._smooth, self._residual_lin, self._rs_err,
-                                          self._gain_buf, out_spec, self._over, self._over_talk,
-                                          self._talk_ratio, self._floor)
-            self._last_gain = self._gain_buf
-            pcm: Pcm = np.empty(_N, dtype=np.int16)
-            out_energy = kern.output(self._irfft(out_spec, self._times[2]), self._window_pcm,
-                                     self._ola, pcm, None)
-            self._track_erle(0.0, out_energy)
-            return pcm
-        pe = np.abs(spectrum)
-        pe *= pe
-        pe_s = self._pe_s
-        pe_s *= 0.5
-        pe_s += 0.5 * pe
-        return self._finish(d, 0.0, spectrum, pe)
-
-    def _finish(self, d: _Floats, d_energy: float, spectrum: _Complex, pe: _Floats, *,
-                constrain: bool = False) -> Pcm:
-        """Suppress the residual echo in the error ``spectrum`` (the windowed frame's),
-        overlap-add, track the stats. With ``constrain``, the gradient constraint of one
-        partition of each filter rides on the same inverse FFT."""
-        gain = self._gain(pe)
-        if constrain:
-            j = self._constrain_at
-            js = self._shadow_constrain_at
-            ifft_in = self._ifft_in
-            ifft_in[0] = self._W[j]
-            ifft_in[1] = self._Ws[js]
-            np.multiply(spectrum, gain, out=ifft_in[2])
-            times = irfft(ifft_in, out=self._times)
-            # keep the first half of the taps (the second half of _x_in's rows stays 0);
-            # transformed back with the next period's input frame
-            self._x_in[1:, :_N] = times[:2, :_N]
-            self._constrained = (j, js)
-            self._constrain_at = (j + 1) % self._k
-            self._shadow_constrain_at = (js + 1) % self._ks
-            frame = times[2]
-        else:
-            frame = irfft(spectrum * gain)
-        # the synthesis window carries the int16 scale (2**15: exact in floating point)
-        frame *= self._window_pcm
-        out = np.add(self._ola, frame[:_N], out=self._out)
-        self._ola[:] = frame[_N:]
-        self._track_erle(d_energy, float(out @ out) * _PCM_SCALE_SQ)
-        return _to_pcm(out)
+        out_spec = self._ifft_in[2]
+        self._talking = kern.suppress(spectrum, self._smooth, self._residual_lin, self._rs_err,
+                                      self._gain_buf, out_spec, self._over, self._over_talk,
+                                      self._talk_ratio, self._floor)
+        self._last_gain = self._gain_buf
+        pcm: Pcm = np.empty(_N, dtype=np.int16)
+        out_energy = kern.output(self._irfft(out_spec, self._times[2]), self._window_pcm,
+                                 self._ola, pcm, None)
+        self._track_erle(0.0, out_energy)
+        return pcm
 
     @property
     def linear(self) -> Pcm:
         """The error before residual-echo suppression, aligned with :meth:`process`'s
         output: the previous period's half of the suppressor's analysis frame. In double
         talk it keeps the onset of a word the suppressor takes (the recognizer's input)."""
-        return _to_pcm(self._frame[:_N] * 32768.0)
+        return to_pcm(self._frame[:_N] * 32768.0)
 
     # -- stats ----------------------------------------------------------------------------
     @property
     def compiled(self) -> bool:
         """True when the compiled kernel runs the block, False for the numpy path."""
-        return self._kernel is not None
+        return not isinstance(self._kernel, NumpyKernel)
 
     @property
     def drift_ppm(self) -> float:
@@ -639,12 +489,3 @@ class EdgevoiceCanceller(EchoCanceller):
                         reference_ok=converged, residual_echo_dbfs=max(-120.0, residual_db),
                         far_end_active=self._far_active, periods=self._periods)
 
-
-def _to_pcm(scaled: _Floats) -> Pcm:
-    """Int16-scaled samples to int16 with clipping, in place (audio.frames.to_int16
-    without its scaling and temporaries: this runs every period)."""
-    np.rint(scaled, out=scaled)
-    np.maximum(scaled, -32768.0, out=scaled)
-    np.minimum(scaled, 32767.0, out=scaled)
-    pcm: Pcm = scaled.astype(np.int16)
-    return pcm
