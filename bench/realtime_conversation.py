@@ -47,7 +47,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from support.alsa_devices import AlsaDevices, start_fifo_writer, write_alsa_config, write_raw
+from support.alsa_devices import (
+    AlsaDevices,
+    start_fifo_writer,
+    write_alsa_config,
+    write_raw,
+    writer_lateness_ms,
+)
 from support.hearing_audio import espeak_speech
 
 from edgevoice.audio.io.alsa import AlsaBackend
@@ -205,7 +211,8 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
     fifo, raw_fifo = folder / "mic.fifo", folder / "raw.fifo"
     # the raw loop starts before the daemon has loaded its engines: its input runs longer
     raw_source = write_raw(folder / "raw.raw", np.concatenate([mic, np.zeros(300 * 16000, np.int16)]))
-    writer = start_fifo_writer(fifo, source, P * 2, PERIOD_S, rt_priority=40)
+    timing = folder / "writer.timing"
+    writer = start_fifo_writer(fifo, source, P * 2, PERIOD_S, rt_priority=40, timing=timing)
     raw_writer = start_fifo_writer(raw_fifo, raw_source, P * 2, PERIOD_S, rt_priority=40)
     quota = _cpu_quota(args.cpu_quota) if args.cpu_quota else contextlib.nullcontext("no quota")
     with quota as pressure:
@@ -249,7 +256,7 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
         await asyncio.wait({runner}, timeout=30)
         stop_raw.set()
         raw.join(5.0)
-        writer.kill()
+        writer_late = writer_lateness_ms(writer, timing)
         raw_writer.kill()
         loop_stats = backend.loop_stats() if isinstance(backend, RtAlsaBackend) else {}
     first = (backend.first_done_ns / 1e9 if isinstance(backend, RtAlsaBackend)
@@ -264,12 +271,29 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
     return {"pressure": pressure, "late_ms": late_ms, "raw_late_ms": _lateness_ms(raw_done[raw_from:]),
             "lags_ms": lags, "scheduled": len(barge_ins), "turns": turns, "cpu": cpu, "idle_cpu": idle_cpu,
             "raw_cpu_s": raw_cpu[0] if raw_cpu else float("nan"), "loop_stats": loop_stats,
-            "xrun_events": xruns, "load": os.getloadavg(), "front_dropped": front_dropped}
+            "xrun_events": xruns, "load": os.getloadavg(), "front_dropped": front_dropped,
+            "writer_late_ms": writer_late}
 
 
 def _cpu_s() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def own_lateness_ms(read_late: np.ndarray, writer_late: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each read's lateness less its clock stand-in's: a read cannot finish before the FIFO
+    writer (which a card's DMA does not need) was ready to write that period's chunk. Read
+    k takes chunk k; a constant offset from reads before the daemon's own (none are
+    expected) is found as the one within 3 chunks that explains the most lateness."""
+    n = min(len(read_late), len(writer_late))
+    if n == 0:
+        return read_late, 0
+    best = min(range(-3, 4), key=lambda d: float(np.sum(np.maximum(
+        0.0, read_late[max(0, -d):n - max(0, d)] - writer_late[max(0, d):n - max(0, -d)]))))
+    own = read_late.copy()
+    lo, hi = max(0, -best), n - max(0, best)
+    own[lo:hi] = np.maximum(0.0, read_late[lo:hi] - writer_late[lo + best:hi + best])
+    return own, best
 
 
 def _row(name: str, late: np.ndarray) -> str:
@@ -320,6 +344,12 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---|")
     print(_row(f"edgevoice daemon, {args.loop} loop", result["late_ms"]))
     print(_row("raw pyalsaaudio loop (a thread in the same process)", result["raw_late_ms"]))
+    writer_late = result["writer_late_ms"]
+    if len(writer_late) and args.loop == "c":
+        print(_row("the clock stand-in itself (the FIFO writer: late to write its chunk)", writer_late))
+        own, offset = own_lateness_ms(result["late_ms"], writer_late)
+        print(_row(f"edgevoice daemon, c loop, less the stand-in's lateness (its own; chunk offset "
+                   f"{offset:+d})", own))
     lags = np.asarray(result["lags_ms"])
     print(f"\nbarge-ins taken: {len(lags)} of {result['scheduled']} scheduled; user turns heard: "
           f"{result['turns']}")

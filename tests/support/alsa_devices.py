@@ -177,35 +177,60 @@ def alsa_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Al
 
 
 FIFO_WRITER = r"""
-import os, sys, time
+import array, os, signal, sys, time
 fifo, source, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
 period_s = float(sys.argv[4])
-if len(sys.argv) > 5:  # stand in for a card's clock: run ahead of everything else where allowed
+if int(sys.argv[5]) > 0:  # stand in for a card's clock: run ahead of everything else where allowed
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(int(sys.argv[5])))
     except OSError:
         pass
+timing = sys.argv[6] if len(sys.argv) > 6 else ""
+late_us = array.array("i")  # per chunk: how late this writer itself was ready to write it
+
+def dump(*_):
+    if timing:
+        with open(timing + ".part", "wb") as f:
+            late_us.tofile(f)
+        os.replace(timing + ".part", timing)
+    os._exit(0)
+
+signal.signal(signal.SIGTERM, dump)
 data = open(source, "rb").read()
-with open(fifo, "wb", buffering=0) as out:   # blocks until the PCM opens the FIFO
-    start = time.monotonic()
-    for index in range(len(data) // chunk):
-        due = start + index * period_s
-        delay = due - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        out.write(data[index * chunk : (index + 1) * chunk])
+try:
+    with open(fifo, "wb", buffering=0) as out:   # blocks until the PCM opens the FIFO
+        start = time.monotonic()
+        for index in range(len(data) // chunk):
+            due = start + index * period_s
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            late_us.append(max(0, int((time.monotonic() - due) * 1e6)))
+            out.write(data[index * chunk : (index + 1) * chunk])
+except BrokenPipeError:  # the reader closed the PCM: the run is over
+    pass
+dump()
 """
 
 
 def start_fifo_writer(fifo: Path, source: Path, chunk_bytes: int, period_s: float, *,
-                      rt_priority: int = 0) -> subprocess.Popen[bytes]:
+                      rt_priority: int = 0, timing: Path | None = None) -> subprocess.Popen[bytes]:
     """A separate process that writes ``source`` into ``fifo`` at real time, one chunk per
     period. Start it before opening the PCM: opening a FIFO capture blocks, holding the GIL.
     ``rt_priority`` > 0: the writer asks for SCHED_FIFO (where allowed), so on a loaded
     machine it keeps time like a card's clock and lateness measured by the reader is the
-    reader's own."""
+    reader's own. ``timing``: when the writer ends or gets SIGTERM, it leaves there how late
+    it was itself ready to write each chunk (int32 microseconds; :func:`writer_lateness_ms`),
+    so a reader's late period can be told apart from one its clock stand-in caused."""
     if not fifo.exists():
         os.mkfifo(fifo)
-    extra = [str(rt_priority)] if rt_priority > 0 else []
+    extra = [str(timing)] if timing is not None else []
     return subprocess.Popen([sys.executable, "-c", FIFO_WRITER, str(fifo), str(source),
-                             str(chunk_bytes), str(period_s), *extra])
+                             str(chunk_bytes), str(period_s), str(rt_priority), *extra])
+
+
+def writer_lateness_ms(writer: subprocess.Popen[bytes], timing: Path) -> np.ndarray:
+    """Stop a writer started with ``timing`` and read how late it was for each chunk (ms)."""
+    writer.terminate()
+    writer.wait(10)
+    return np.fromfile(timing, dtype=np.int32).astype(np.float64) / 1000.0 if timing.exists() else np.zeros(0)
