@@ -533,7 +533,15 @@ static int RtLoop_init(RtLoop *self, PyObject *args, PyObject *kwargs) {
     self->playback_bytes = play_period * play_ch * 2u;
     self->rt_error = -1;
     self->mlock_error = -1;
-    pthread_mutex_init(&self->mutex, NULL);
+    /* The loop thread takes this mutex to wake a waiting reader. The reader is an ordinary
+     * Python thread: if it is preempted while holding the mutex, the SCHED_FIFO loop would
+     * wait for it, for as long as the scheduler keeps the reader off a CPU (priority
+     * inversion). Priority inheritance lends the holder the loop's priority meanwhile. */
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+    pthread_mutex_init(&self->mutex, &attr);
+    pthread_mutexattr_destroy(&attr);
     pthread_cond_init(&self->cond, NULL);
     return 0;
 }
