@@ -45,27 +45,30 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from edgevoice.audio.aec.base import PERIOD_SAMPLES, AecStats, EchoCanceller, check_period
+from edgevoice.audio.aec.base import AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.delay import DelayEstimator
 from edgevoice.audio.aec.fft import rfft
 from edgevoice.audio.aec.fractional import TAP_STEPS, TAP_TABLE_REV, TAPS
 from edgevoice.audio.aec.kernel import choose_kernel
-from edgevoice.audio.aec.numpy_kernel import NumpyKernel, to_pcm
+
+# The block's sizes and the precision are the numpy path's: one definition, so the engine
+# and its reference path cannot drift apart.
+from edgevoice.audio.aec.numpy_kernel import (
+    _CPLX,
+    _F,
+    _M,
+    _N,
+    _REAL,
+    NumpyKernel,
+    _Complex,
+    _Floats,
+    to_pcm,
+)
 from edgevoice.audio.aec.ring import RowHistory, SampleRing
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 
 _LOGGER = logging.getLogger(__name__)
-_N = PERIOD_SAMPLES
-_M = 2 * _N
-_F = _N + 1
-_Complex = npt.NDArray[np.complexfloating[Any, Any]]
-_Floats = npt.NDArray[np.floating[Any]]
-# The filters and the suppressor run in single precision: half the memory traffic of the
-# (partitions x bins) arrays, and far more than the 16-bit output needs.
-_REAL = np.float32
-_CPLX = np.complex64
 _DRIFT_EVERY = 50  # blocks between drift measurements
 _MAX_DRIFT = 300e-6 * _N  # samples per block
 _DRIFT_BINS = np.arange(4, 100)
