@@ -75,9 +75,12 @@ async def test_announce_waits_for_the_turn_interrupts_when_urgent_and_then_liste
             answer = await pending
             assert answer["ok"], answer
             assert answer["result"]["played"] is True and answer["result"]["interrupted"] is None
-            assert answer["result"]["waited_s"] > 0.2
-            spoken = [e.data["text"] for e in device.of(EventType.TRANSCRIPT_AGENT)]
-            assert spoken[-1] == "Dinner is ready."
+            # It waited for the reply: the announcement was spoken after that reply ended. (How
+            # long that took depends on the machine's speed, so the order is what is checked.)
+            assert answer["result"]["waited_s"] > 0
+            announced = next(i for i, e in enumerate(device.events) if e.type == EventType.TRANSCRIPT_AGENT
+                             and e.data["text"] == "Dinner is ready.")
+            assert device.events.index(first_done) < announced
             assert device.daemon.speaker is not None
             chimes = device.daemon.speaker.progress("earcon:announce")
             assert len(chimes) == 1 and chimes[0].played == chimes[0].total > 0  # the earcon came first
