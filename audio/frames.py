@@ -18,6 +18,8 @@ SAMPLE_RATE = 16000
 
 Pcm = npt.NDArray[np.int16]
 Samples = npt.NDArray[np.float32]
+MicPeriods = npt.NDArray[np.int16] | npt.NDArray[np.float32]
+"""One period of every mic of an array: (samples, mics), int16 or float32 at int16 scale."""
 
 
 def period_samples(period_ms: int, rate: int = SAMPLE_RATE) -> int:
@@ -72,6 +74,8 @@ class DuplexFrame:
     # An xrun just before this period: the echo path's alignment may have moved (the
     # front end re-aligns its echo canceller).
     discontinuity: bool = False
+    # A microphone array's channels, (samples, mics); ``mic`` is then their average.
+    mics: MicPeriods | None = None
 
     @property
     def start_s(self) -> float:

@@ -84,6 +84,8 @@ class ArrayFrontEnd:
         self.beamformer.steer(self.settings.initial_azimuth_deg)
         self._stft = StreamingStft(hop, geometry.mic_count, self.settings.overlap)
         self._istft = StreamingIstft(hop, self.settings.overlap)
+        self._other_stft: StreamingStft | None = None  # for process_pair's second stream
+        self._other_istft: StreamingIstft | None = None
         frame_s = hop / rate
         self._background_alpha = float(np.exp(-frame_s / self.settings.background_time_constant_s))
         self._background: Real | None = None
@@ -99,6 +101,13 @@ class ArrayFrontEnd:
         self.last_weights = self.beamformer.weights
         self.last_frame_direction_deg: float | None = None
         self.last_segment: SegmentEstimate | None = None
+        self._beam_held = False
+
+    def hold(self, held: bool) -> None:
+        """While held the beam keeps its weights: it neither steers nor learns noise (an
+        echo canceller after it models the path through those weights). Directions are
+        still estimated."""
+        self._beam_held = held
 
     @property
     def steered_deg(self) -> float:
@@ -117,8 +126,26 @@ class ArrayFrontEnd:
 
     def process(self, period: npt.NDArray[np.generic], speech: bool) -> Real:
         """One (hop, mics) period → the beam's mono period (float, int16 scale), ``overlap - 1`` hops late."""
-        samples = np.asarray(period, dtype=np.float64)
-        spectrum = self._stft.analyse(samples)
+        spectrum = self._stft.analyse(np.asarray(period, dtype=np.float64))
+        return self._istft.synthesise(self._listen(spectrum, speech))
+
+    def process_pair(self, period: npt.NDArray[np.generic], other: npt.NDArray[np.generic],
+                     speech: bool) -> tuple[Real, Real]:
+        """:meth:`process` on ``period``, and the same beam (the same weights, frame by
+        frame) applied to ``other``: per-mic echo cancellers' linear outputs steer the beam,
+        and their residual-suppressed outputs go through it too."""
+        if self._other_stft is None:
+            self._other_stft = StreamingStft(self.hop, self.geometry.mic_count, self.settings.overlap)
+            self._other_istft = StreamingIstft(self.hop, self.settings.overlap)
+        assert self._other_istft is not None
+        spectrum = self._stft.analyse(np.asarray(period, dtype=np.float64))
+        beam = self._istft.synthesise(self._listen(spectrum, speech))
+        other_spectrum = self._other_stft.analyse(np.asarray(other, dtype=np.float64))
+        other_beam = self.beamformer.apply(other_spectrum, self.last_weights)
+        return beam, self._other_istft.synthesise(other_beam)
+
+    def _listen(self, spectrum: npt.NDArray[np.complex128], speech: bool) -> npt.NDArray[np.complex128]:
+        """One frame's direction finding, steering and noise learning; the beam's spectrum."""
         cross = self.srp.cross_spectra(spectrum)
         frame_map = self.srp.power(cross)
         frame_direction = float(self.srp.azimuths[int(np.argmax(frame_map))])
@@ -127,13 +154,15 @@ class ArrayFrontEnd:
             self._since_speech = 0
             self._segment_map = frame_map if self._segment_map is None else self._segment_map + frame_map
             self._segment_frames += 1
-            if self.settings.follow_talker and not self._locked and self._segment_frames >= self._lock_frames:
+            if (self.settings.follow_talker and not self._locked and not self._beam_held
+                    and self._segment_frames >= self._lock_frames):
                 estimate = self._segment_estimate()
                 if estimate is not None:
                     self.beamformer.steer(estimate.direction_deg)
                     self._locked = True
             if (
                 self.settings.learn_during_speech
+                and not self._beam_held
                 and angle_difference_deg(frame_direction, self.steered_deg) > self.settings.target_width_deg
             ):
                 self.beamformer.learn_noise(spectrum)
@@ -148,7 +177,7 @@ class ArrayFrontEnd:
             )
             # the talker's reverberation outlasts the VAD's segment: learning it as noise
             # would teach the beam to cancel the talker
-            if self._since_speech > self._hangover_frames:
+            if self._since_speech > self._hangover_frames and not self._beam_held:
                 self.beamformer.learn_noise(spectrum)
         output = self.beamformer.apply(spectrum)
         self.last_weights = self.beamformer.weights
@@ -156,7 +185,7 @@ class ArrayFrontEnd:
             gain = self._post_filter_gain(output)
             output = output * gain
             self.last_weights = self.beamformer.weights * gain[:, None]
-        return self._istft.synthesise(output)
+        return output
 
     def _post_filter_gain(self, output: npt.NDArray[np.complex128]) -> Real:
         # Wiener gain against the learnt noise's residual at the beam output (the MVDR +
@@ -190,7 +219,8 @@ class ArrayFrontEnd:
     def _close_segment(self) -> None:
         estimate = self._segment_estimate()
         if estimate is not None:
-            if self.settings.follow_talker and not self._locked:  # a short segment still steers the next turn
+            # a short segment still steers the next turn
+            if self.settings.follow_talker and not self._locked and not self._beam_held:
                 self.beamformer.steer(estimate.direction_deg)
             unit = complex(np.exp(1j * np.radians(estimate.direction_deg)))
             self._smoothed = unit if self._smoothed is None else 0.5 * self._smoothed + 0.5 * unit

@@ -71,10 +71,16 @@ class SpeechStarted:
     type: ClassVar[str] = "input.speech.started"
     start_s: float
     detected_s: float
+    # With a microphone array: where the talker is, degrees counter-clockwise from the
+    # array's front (+x), as estimated by the onset (the front end fills it in).
+    direction_deg: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The bus event's fields (``audio_s`` on the audio clock)."""
-        return {"audio_s": round(self.start_s, 3)}
+        fields: dict[str, Any] = {"audio_s": round(self.start_s, 3)}
+        if self.direction_deg is not None:
+            fields["direction_deg"] = self.direction_deg
+        return fields
 
 
 @dataclass(frozen=True, slots=True, eq=False)

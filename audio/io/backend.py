@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-from edgevoice.audio.frames import Pcm
+from edgevoice.audio.frames import MicPeriods, Pcm
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,10 @@ class Captured:
     # The stream was interrupted just before this period (an xrun the device recovered
     # from): the alignment of capture and playback may have moved.
     discontinuity: bool = False
+    # With a microphone array: every mic's period, (period_samples, mics) in the order of
+    # the configured mic channels (int16 where the capture is 16 kHz S16, as the device
+    # gave it; float32 at int16 scale otherwise). ``mic`` is then their average.
+    mics: MicPeriods | None = None
 
 
 @dataclass(slots=True)

@@ -223,9 +223,19 @@ def _build(cls: type[Any], layers: Sequence[tuple[str, Mapping[str, Any]]], pref
     built = cls(**kwargs)
     # A section may check what types and ranges cannot (a key's format, keys together).
     for name, message in getattr(built, "problems", lambda: [])():
-        source = next((s for s, table in reversed(layers) if name in table), "defaults")
+        source = next((s for s, table in reversed(layers) if _holds(table, name)), "defaults")
         problems.append(ConfigProblem(source, f"{prefix}.{name}" if prefix else name, message))
     return built
+
+
+def _holds(table: Mapping[str, Any], dotted: str) -> bool:
+    """Whether a raw layer sets ``dotted`` (``key``, or ``section.key`` for a check
+    across sections)."""
+    for part in dotted.split("."):
+        if not isinstance(table, Mapping) or part not in table:
+            return False
+        table = table[part]
+    return True
 
 
 def build_config(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> Config:

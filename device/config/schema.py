@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from edgevoice.audio.array.geometry import parse_geometry
 from edgevoice.device.config.fields import section
 from edgevoice.device.config.sections.agents import (
     AgentConfig,
@@ -28,6 +29,7 @@ from edgevoice.device.config.sections.appliance import (
     GpioConfig,
     MqttConfig,
 )
+from edgevoice.device.config.sections.array import ArrayConfig
 from edgevoice.device.config.sections.audio import (
     AudioConfig,
     RoomConfig,
@@ -58,6 +60,7 @@ from edgevoice.device.config.sections.speaking import (
 __all__ = [
     "AecConfig",
     "AgentConfig",
+    "ArrayConfig",
     "AsrConfig",
     "AudioConfig",
     "BargeInConfig",
@@ -94,6 +97,7 @@ class Config:
 
     device: DeviceConfig = section(DeviceConfig)
     audio: AudioConfig = section(AudioConfig)
+    array: ArrayConfig = section(ArrayConfig)
     room: RoomConfig = section(RoomConfig)
     wav: WavConfig = section(WavConfig)
     llm: LlmConfig = section(LlmConfig)
@@ -119,3 +123,14 @@ class Config:
     endpoint: EndpointConfig = section(EndpointConfig)
     listen: ListenConfig = section(ListenConfig)
     asr: AsrConfig = section(AsrConfig)
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Checks across sections: (dotted key, what is wrong and what to do)."""
+        found: list[tuple[str, str]] = []
+        if self.array.enabled and not self.array.problems():
+            geometry = parse_geometry(self.array.geometry)
+            if geometry.mic_count != len(self.audio.mic_channels):
+                found.append(("array.geometry", f"{self.array.geometry!r} has {geometry.mic_count} "
+                              f"microphones but [audio] mic_channels names {len(self.audio.mic_channels)}; "
+                              f"list {geometry.mic_count} capture channels there, in the geometry's order"))
+        return found

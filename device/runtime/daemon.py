@@ -162,7 +162,7 @@ class Daemon:
             replies=replies,
             agent=self.agent,
             earcons=earcons,
-            barge_in=build_barge_in(config.barge_in, front.canceller, self._on_barge_in_mode,
+            barge_in=build_barge_in(config.barge_in, front.echo_canceller, self._on_barge_in_mode,
                                     front.listener.vad.engine),
             settings=conversation_settings(config),
             clock=AudioClock(self._audio_time),
@@ -509,9 +509,21 @@ class Daemon:
 
 def build_front_end(config: Config) -> FrontEnd:
     """The echo canceller and the hearing pipeline from config (loads the models)."""
+    from edgevoice.audio.array.hearing import HOP as ARRAY_HOP
+    from edgevoice.audio.frames import SAMPLE_RATE
+    from edgevoice.device.assembly.array import build_array_hearing
     from edgevoice.device.assembly.echo import build_canceller
     from edgevoice.device.assembly.hearing import build_listener
 
+    hop_s = ARRAY_HOP / SAMPLE_RATE
+
+    array = build_array_hearing(config)
+    if array is not None:
+        # The beam adds its STFT's latency to the canceller's: the listener's clock starts
+        # that much earlier, so its timestamps stay the microphones'.
+        first = array.cancellers[0]
+        lag_s = first.latency_ms / 1000.0 + array.latency_periods * hop_s
+        return FrontEnd(build_listener(config, origin_s=-lag_s), None, array=array)
     canceller = build_canceller(config.aec)
     # The canceller's output lags the microphone (edgevoice's suppressor: one period);
     # start the listener's clock that much earlier so its timestamps are the mic's.

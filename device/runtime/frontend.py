@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import logging
 import threading
 import traceback
 from collections import deque
@@ -25,10 +27,14 @@ import numpy as np
 
 from edgevoice.audio.aec.base import PERIOD_SAMPLES as AEC_PERIOD
 from edgevoice.audio.aec.base import AecStats, EchoCanceller
+from edgevoice.audio.array.hearing import ArrayHearing
 from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs, unchanging
+from edgevoice.audio.hearing.endpoint import SpeechStarted
 from edgevoice.audio.hearing.listener import HearingEvent, Listener, PartialTranscript
 from edgevoice.audio.hearing.vad import VadWindow, VoiceActivity
 from edgevoice.device.runtime.bargein import BargeIn, BargeInMonitor
+
+_LOGGER = logging.getLogger(__name__)
 
 Control = Callable[[Listener], list[HearingEvent]]
 
@@ -61,11 +67,14 @@ class FrontResult:
     far_end_active: bool
     aec: AecStats | None = field(default=None)  # as of the last VAD window
     barge_in: BargeIn | None = None  # the person took over the reply in this frame
+    talker_direction_deg: float | None = None  # a microphone array's smoothed estimate
 
     def levels(self) -> dict[str, Any]:
         """What telemetry reports of the audio (the MQTT bridge's key names). Computed
         when asked, not per frame: telemetry reads it every few seconds."""
         levels: dict[str, Any] = {"input_dbfs": round(dbfs(self.mic), 1)}
+        if self.talker_direction_deg is not None:
+            levels["talker_direction_deg"] = round(self.talker_direction_deg)
         if self.aec is not None:
             erle, delay = self.aec.erle_db, self.aec.delay_ms
             levels["echo_reduction_db"] = None if erle is None else round(erle, 1)
@@ -76,13 +85,21 @@ class FrontResult:
 
 class FrontEnd:
     """Echo cancellation and hearing for one stream. Not thread-safe except
-    :meth:`control`, which may be called from any thread."""
+    :meth:`control`, which may be called from any thread.
+
+    With a microphone ``array`` the frames' ``mics`` go through it (the echo cancelled
+    per mic or after the beam: :mod:`edgevoice.audio.array.hearing`) instead of
+    ``canceller``, and each ``input.speech.started`` carries the talker's direction."""
 
     def __init__(self, listener: Listener, canceller: EchoCanceller | None,
-                 barge_in: BargeInMonitor | None = None) -> None:
+                 barge_in: BargeInMonitor | None = None, array: ArrayHearing | None = None) -> None:
+        if array is not None and canceller is not None:
+            raise ValueError("with an array the echo cancellers are the array's: pass canceller=None")
         self.listener = listener
         self.canceller = canceller
         self.barge_in = barge_in
+        self.array = array
+        self._no_mics_seen = False
         self._recorder = WindowRecorder(listener.vad)
         listener.vad = self._recorder
         self._controls: deque[Control] = deque()
@@ -124,20 +141,30 @@ class FrontEnd:
                 self._controls.clear()
             for action in controls:
                 events.extend(action(self.listener))
-        if frame.discontinuity and self.canceller is not None:
+        if frame.discontinuity and (self.canceller is not None or self.array is not None):
             # An xrun moved the echo path's alignment: estimate the delay afresh rather
             # than cancel against a reference that is no longer where the filter has it.
-            self.canceller.reset()
+            if self.canceller is not None:
+                self.canceller.reset()
+            if self.array is not None:
+                self.array.reset_echo()
             self.xrun_realigned += 1
-        clean, linear = ((frame.mic, None) if self.canceller is None
-                         else self._cancel(frame.mic, frame.reference))
+        far_end = self._far_end(frame.reference)
+        if self.array is not None:
+            clean, linear = self._through_array(frame, far_end)
+        elif self.canceller is None:
+            clean, linear = frame.mic, None
+        else:
+            clean, linear = self._cancel(frame.mic, frame.reference)
         for tap in self.taps:
             tap(frame.end_s, clean)
         # while the device speaks, the barge-in decision goes before the recognizer
         self.listener.hold_recognition = (in_reply and self.barge_in is not None
                                           and self.barge_in.listening_for_speech)
-        events.extend(self.listener.process(clean, linear))
-        far_end = self._far_end(frame.reference)
+        heard = self.listener.process(clean, linear)
+        if self.array is not None:
+            heard = [self._with_direction(event) for event in heard]
+        events.extend(heard)
         windows = tuple(self._recorder.take())
         taken: BargeIn | None = None
         if windows:
@@ -145,14 +172,49 @@ class FrontEnd:
             # period: the barge-in detector decides per window, telemetry every few s.
             if self.canceller is not None:
                 self._stats = self.canceller.stats
+            elif self.array is not None:
+                self._stats = self.array.stats
             if self.barge_in is not None:
                 taken = self.barge_in.update(windows, self._stats, far_end, in_reply=in_reply)
         if self.barge_in is not None and in_reply and taken is None:
             for event in events:
                 if isinstance(event, PartialTranscript):
                     taken = taken or self.barge_in.words(len(event.text.split()))
+        direction = None if self.array is None else self.array.smoothed_deg
         return FrontResult(frame.index, frame.end_s, tuple(events), windows, frame.mic, far_end,
-                           self._stats, taken)
+                           self._stats, taken, direction)
+
+    @property
+    def echo_canceller(self) -> EchoCanceller | None:
+        """The canceller whose figures the barge-in detector reads (with an array: the
+        first of its cancellers)."""
+        if self.array is not None:
+            return self.array.cancellers[0] if self.array.cancellers else None
+        return self.canceller
+
+    def _through_array(self, frame: DuplexFrame, far_end: bool) -> tuple[Pcm, Pcm | None]:
+        array = self.array
+        assert array is not None
+        if frame.mics is None:
+            # A backend that gave only the mix (a misassembly): hear it, uncancelled,
+            # rather than nothing; say so once.
+            if not self._no_mics_seen:
+                self._no_mics_seen = True
+                _LOGGER.warning("the array is configured but the audio backend gives no per-mic "
+                                "channels: hearing the mix without echo cancellation")
+            return frame.mic, None
+        return array.process(frame.mics, frame.reference, speech=self.listener.vad.gate.speech,
+                             far_end=far_end)
+
+    def _with_direction(self, event: HearingEvent) -> HearingEvent:
+        """``input.speech.started`` with the talker's direction, as of the onset."""
+        if not isinstance(event, SpeechStarted):
+            return event
+        assert self.array is not None
+        estimate = self.array.current_direction() or self.array.last_segment
+        if estimate is None:
+            return event
+        return dataclasses.replace(event, direction_deg=round(estimate.direction_deg, 1))
 
     def _far_end(self, reference: Pcm) -> bool:
         """Whether the reference carries any sound."""
@@ -184,6 +246,8 @@ class FrontEnd:
         self.listener.close()
         if self.canceller is not None:
             self.canceller.close()
+        if self.array is not None:
+            self.array.close()
 
 
 # Unless someone is talking or the device is, the front end takes the audio in bursts
