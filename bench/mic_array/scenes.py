@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -188,14 +189,18 @@ def _rir_signal(
     return out
 
 
-def render(scene: Scene, geometry: ArrayGeometry) -> Rendered:
+def render(
+    scene: Scene, geometry: ArrayGeometry, speech: Callable[[str, str], Floats] | None = None
+) -> Rendered:
+    """The scene heard by ``geometry``; ``speech(text, voice)`` says each phrase (espeak-ng
+    by default)."""
     rotation = math.radians(scene.rotation_deg)
     rot = np.array(
         [[math.cos(rotation), -math.sin(rotation), 0], [math.sin(rotation), math.cos(rotation), 0], [0, 0, 1]]
     )
     mics = (geometry.centred() @ rot.T + np.array(scene.centre)).T  # (3, N)
     gap = int(1.2 * RATE)
-    pieces = [_speech(text, scene.voice) for text in scene.phrases]
+    pieces = [(speech or _speech)(text, scene.voice) for text in scene.phrases]
     length = gap + sum(len(p) + gap for p in pieces)
     target = np.zeros((length, geometry.mic_count))
     early = np.zeros_like(target)
