@@ -5,8 +5,9 @@ API::
     backend = AlsaBackend(160, capture_device="hw:CARD=Array,DEV=0", capture_channels=6,
                           capture_rate=48000, capture_format="S32_LE", mic_channels=(1, 2, 3, 4),
                           reference_channel=5, playback_device="default", playback_rate=48000,
-                          playback_channels=2, buffer_periods=4)
+                          playback_channels=2, buffer_periods=4, keep_mics=True)
     backend.open(); backend.read(); backend.write(pcm); backend.close()
+    # read() -> Captured(mic, loopback, discontinuity, mics): mics is (160, 4) float32 here
 
 Capture. The capture PCM is opened with N channels at the device's native rate and format
 (S16_LE or S32_LE), one native period (``period_samples`` at 16 kHz, scaled to the rate)
@@ -17,6 +18,14 @@ period; soxr's stream mode delivers 30 ms bursts at 10 ms periods) and re-cut in
 exact 16 kHz periods. With ``reference_channel`` >= 0
 that channel (a hardware loopback of the speaker) goes through the same path and is
 returned as ``Captured.loopback``: the echo reference.
+
+Microphone arrays. With ``keep_mics=True`` and several microphone channels, each period
+also carries every microphone as ``Captured.mics``, ``(period_samples, mics)`` in the
+order of ``mic_channels``: int16 as the device gave it where the capture is 16 kHz S16,
+otherwise float32 on the int16 scale (S32 scaled like the mix, not rounded), converted
+by one multichannel resampler of the same design as the mix's, so the columns keep the
+same delay as each other, as ``mic`` and as the loopback. ``mic`` stays the mix, exactly
+as without ``keep_mics``; one microphone channel gives no ``mics``.
 
 Playback. Each 16 kHz mono period is converted to the playback PCM's rate and copied to
 each of its channels (S16_LE). At open, half the buffer is pre-filled with silence so
@@ -54,7 +63,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgevoice.audio.errors import AudioDeviceError, DeviceLostError, DeviceNotFoundError
-from edgevoice.audio.frames import SAMPLE_RATE, Pcm, unchanging
+from edgevoice.audio.frames import SAMPLE_RATE, MicPeriods, Pcm, unchanging
 from edgevoice.audio.io.backend import AudioBackend, Captured
 from edgevoice.audio.io.resample_polyphase import PolyphaseResampler
 from edgevoice.audio.io.resample_soxr import FixedPeriods
@@ -124,6 +133,27 @@ class _XrunLog:
         self.last = now
 
 
+class _PeriodRows:
+    """Re-cut ``(samples, channels)`` pieces of any dtype into periods of ``period`` rows
+    (:class:`FixedPeriods` for a microphone array's channels)."""
+
+    def __init__(self, period: int) -> None:
+        self.period = period
+        self._pending: MicPeriods | None = None
+
+    def push(self, rows: MicPeriods) -> list[MicPeriods]:
+        data = rows if self._pending is None else np.concatenate([self._pending, rows])
+        count = len(data) // self.period
+        periods = [data[i * self.period : (i + 1) * self.period] for i in range(count)]
+        rest = data[count * self.period :]
+        self._pending = rest.copy() if len(rest) else None
+        return periods
+
+    @property
+    def pending(self) -> int:
+        return 0 if self._pending is None else len(self._pending)
+
+
 class AlsaBackend(AudioBackend):
     """Duplex ALSA I/O at 16 kHz mono on the outside (see the module docstring)."""
 
@@ -143,6 +173,7 @@ class AlsaBackend(AudioBackend):
         buffer_periods: int = 4,
         prefill_periods: int | None = None,
         paced: bool = True,
+        keep_mics: bool = False,
         pcm_factory: PcmFactory | None = None,
     ) -> None:
         super().__init__(period_samples)
@@ -181,6 +212,11 @@ class AlsaBackend(AudioBackend):
         self._written_bytes = b""
         self._direct = False
         self._direct_bytes = 0
+        # Every mic's period as well as the mix; a single mic is the mix already.
+        self.keep_mics = keep_mics and len(self.mic_channels) > 1
+        self._ready_mics: deque[MicPeriods] = deque()  # in step with _ready when keep_mics
+        self._mic_index = np.array(self.mic_channels, dtype=np.intp)
+        self._mic_scale = np.float32(1.0 / 65536.0 if self._dtype.itemsize == 4 else 1.0)
         self._mic_weights = self._weights(self.mic_channels)
         self._ref_weights = self._weights((max(reference_channel, 0),))
         self._init_pipeline()
@@ -267,7 +303,7 @@ class AlsaBackend(AudioBackend):
                 return data  # 16 kHz mono S16: the period is already what the front end takes
             self._push_capture(data)
         mic, loopback = self._ready.popleft()
-        return Captured(mic, loopback)
+        return Captured(mic, loopback, mics=self._ready_mics.popleft() if self._ready_mics else None)
 
     def _playback_bytes(self, pcm: Pcm) -> bytes:
         """One 16 kHz mono period as the playback PCM's interleaved S16 bytes (empty while
@@ -337,6 +373,13 @@ class AlsaBackend(AudioBackend):
         self._ref_periods = FixedPeriods(self.period_samples)
         self._play_resampler = PolyphaseResampler(SAMPLE_RATE, self._actual_playback_rate)
         self._ready.clear()
+        self._ready_mics.clear()
+        # Without keep_mics a pass-through: no filter table to design at each open.
+        self._mics_resampler = PolyphaseResampler(rate if self.keep_mics else SAMPLE_RATE,
+                                                  SAMPLE_RATE, channels=len(self.mic_channels))
+        self._mics_periods = _PeriodRows(self.period_samples)
+        # 16 kHz S16: the mics are the device's samples, untouched (int16).
+        self._mics_as_captured = self._dtype.itemsize == 2 and rate == SAMPLE_RATE
         # One 16 kHz mono S16 channel and nothing else: read_raw() hands the bytes over as is.
         self._direct = (self.capture_channels == 1 and self._dtype.itemsize == 2
                         and self.reference_channel < 0 and rate == SAMPLE_RATE)
@@ -389,6 +432,23 @@ class AlsaBackend(AudioBackend):
         if self.reference_channel >= 0:
             ref = self._mix(frames, self._ref_weights, (self.reference_channel,))
             self._push(self._ref_resampler.process(ref), self._ref_periods, loopback=True)
+        if self.keep_mics:
+            self._push_mics(frames)
+
+    def _push_mics(self, frames: npt.NDArray[Any]) -> None:
+        picked = frames[:, self._mic_index]  # a copy, columns in mic_channels' order
+        if self._mics_as_captured:
+            mics: MicPeriods = picked
+        else:
+            scaled = picked.astype(np.float32)
+            if self._dtype.itemsize == 4:
+                scaled *= self._mic_scale  # a power of two: exact, like the mix's weights
+            mics = self._mics_resampler.process_float(scaled)
+        # The same input lengths as the mix, so the same periods in the same order.
+        if self._mics_periods.pending == 0 and len(mics) == self.period_samples:
+            self._ready_mics.append(mics)
+        else:
+            self._ready_mics.extend(self._mics_periods.push(mics))
 
     def _push(self, pcm: Pcm, periods: FixedPeriods, *, loopback: bool) -> None:
         # The usual case: one native period gives exactly one 16 kHz period.

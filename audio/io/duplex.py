@@ -16,11 +16,13 @@ Per iteration the thread reads one capture period, takes ``speaker.next_period()
 the device buffer (``backend.output_latency_samples()``), and hands
 ``DuplexFrame(index, mic, reference)`` to the event loop. The reference is what was
 written in that iteration (aligned to the mic by construction, with the device's fixed
-delay) or, when the backend captures a hardware loopback channel, that channel.
+delay) or, when the backend captures a hardware loopback channel, that channel. A
+backend that keeps a microphone array's channels (``Captured.mics``) has them arrive as
+``DuplexFrame.mics``, from the same period.
 
 The thread does as little as it can after each wake-up: it wakes 100 times a second
 into cold caches, where every line costs several times what it costs in a burst. It
-queues plain ``(index, mic, reference)`` tuples, and where the backend hands over the
+queues plain ``(index, mic, reference, ...)`` tuples, and where the backend hands over the
 capture's bytes (:meth:`AudioBackend.read_raw`: 16 kHz mono S16) the mic array and the
 ``DuplexFrame`` are made when the consumer takes the frames, a batch at a time.
 
@@ -56,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from edgevoice.audio.errors import AudioDeviceError, EndOfInput
-from edgevoice.audio.frames import SAMPLE_RATE, DuplexFrame, Pcm
+from edgevoice.audio.frames import SAMPLE_RATE, DuplexFrame, MicPeriods, Pcm
 from edgevoice.audio.io.backend import AudioBackend
 from edgevoice.audio.speaking.playback import Speaker
 
@@ -72,16 +74,16 @@ EVENT_QUEUE_DROPPED = "audio.queue_dropped"
 EventCallback = Callable[[str, dict[str, Any]], None]
 
 # What the audio thread queues: (index, mic array or its S16 bytes, reference,
-# discontinuity).
-_Item = tuple[int, Pcm | bytes, Pcm, bool]
+# discontinuity, every mic of an array or None).
+_Item = tuple[int, Pcm | bytes, Pcm, bool, MicPeriods | None]
 
 
 def _frame(item: _Item) -> DuplexFrame:
     """The frame of one queued item (on the consumer's thread)."""
-    index, mic, reference, discontinuity = item
+    index, mic, reference, discontinuity, mics = item
     if isinstance(mic, bytes):
         return DuplexFrame(index, np.frombuffer(mic, np.int16), reference, discontinuity)
-    return DuplexFrame(index, mic, reference, discontinuity)
+    return DuplexFrame(index, mic, reference, discontinuity, mics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,11 +334,11 @@ class DuplexLoop:
         speaker.set_output_latency(backend.output_latency_samples())
         item: _Item
         if isinstance(captured, bytes):
-            item = (self._index, captured, out, False)
+            item = (self._index, captured, out, False, None)
         else:
             loopback = captured.loopback
             item = (self._index, captured.mic, out if loopback is None else loopback,
-                    captured.discontinuity)
+                    captured.discontinuity, captured.mics)
         self._index += 1
         queue = self._queue
         with self._lock:

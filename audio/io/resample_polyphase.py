@@ -98,6 +98,18 @@ class PolyphaseResampler:
             if pcm.dtype == np.int16:
                 return pcm
             return _to_int16(np.asarray(pcm, dtype=np.float32).copy())
+        return _to_int16(self._resample(pcm))
+
+    def process_float(self, pcm: npt.NDArray[Any]) -> Float32:
+        """:meth:`process` without the final rounding to int16: float32 on the int16 scale,
+        so what a 32-bit capture has below 16 bits survives (a microphone array's channels,
+        which a beamformer sums). Rounded and saturated, it is what :meth:`process` returns."""
+        if self.passthrough:
+            passed: Float32 = np.asarray(pcm, dtype=np.float32)
+            return passed
+        return self._resample(pcm)
+
+    def _resample(self, pcm: npt.NDArray[Any]) -> Float32:
         mono = pcm.ndim == 1
         chunk = np.asarray(pcm, dtype=np.float32).reshape(len(pcm), self.channels)
         before = self._consumed
@@ -109,7 +121,7 @@ class PolyphaseResampler:
         end = (after * self.up + self.down - 1) // self.down  # first output needing later input
         count = end - start
         if count <= 0:
-            return np.zeros(0 if mono else (0, self.channels), dtype=np.int16)
+            return np.zeros(0 if mono else (0, self.channels), dtype=np.float32)
         self._next = end
         if self.channels == 1:
             out = self._filter(buffer, 0, start, end, before)
@@ -117,8 +129,7 @@ class PolyphaseResampler:
             out = np.empty((count, self.channels), dtype=np.float32)
             for channel in range(self.channels):
                 out[:, channel] = self._filter(buffer, channel, start, end, before)
-        result = _to_int16(out)
-        return result[:, 0] if mono and result.ndim == 2 else result
+        return out[:, 0] if mono and out.ndim == 2 else out
 
     def _filter(self, buffer: Float32, channel: int, start: int, end: int, before: int) -> Float32:
         step = buffer.strides[0]

@@ -14,8 +14,8 @@ for 300 ms no longer stops the capture: the periods wait in the ring (2.5 s by d
 and the duplex loop's Python thread takes them when it runs again.
 
 This backend keeps :class:`~edgevoice.audio.io.alsa.AlsaBackend`'s conversions (channel
-pick and mix, S32 → 16 bits, rates, the hardware loopback channel): they run on the
-duplex loop's thread, off the clock. What differs:
+pick and mix, S32 → 16 bits, rates, the hardware loopback channel, every microphone of an
+array with ``keep_mics``): they run on the duplex loop's thread, off the clock. What differs:
 
 - **Reference.** ``read()`` returns, as ``Captured.loopback``, the 16 kHz period the C
   loop wrote in the same iteration as that capture (or the hardware loopback channel
@@ -88,21 +88,23 @@ def _log_fallback() -> None:
 
 
 def open_alsa_backend(period_samples: int, *, loop: str = "auto", rt_priority: int = 20,
-                      **options: Any) -> AudioBackend:
+                      keep_mics: bool = False, **options: Any) -> AudioBackend:
     """The ALSA backend: on the C loop (``loop`` "c", or "auto" where it is built) or on
     pyalsaaudio ("python", or "auto" without the extension). ``options`` are
-    :class:`AlsaBackend`'s."""
+    :class:`AlsaBackend`'s (``keep_mics=True``: every microphone as ``Captured.mics``, on
+    either loop)."""
     if loop not in LOOP_CHOICES:
         raise ValueError(f"loop must be one of {LOOP_CHOICES}, not {loop!r}")
     if loop != "python":
         module = load_rtloop()
         if module is not None:
-            return RtAlsaBackend(period_samples, rt_priority=rt_priority, module=module, **options)
+            return RtAlsaBackend(period_samples, rt_priority=rt_priority, module=module,
+                                 keep_mics=keep_mics, **options)
         if loop == "c":
             raise AudioDeviceError(f"audio.loop is 'c' but the C period loop is not built: "
                                    f"{_INSTALL_HINT}")
         _log_fallback()
-    return AlsaBackend(period_samples, **options)
+    return AlsaBackend(period_samples, keep_mics=keep_mics, **options)
 
 
 class RtAlsaBackend(AlsaBackend):
@@ -110,10 +112,10 @@ class RtAlsaBackend(AlsaBackend):
 
     def __init__(self, period_samples: int, *, rt_priority: int = 20, lookahead_periods: int = 12,
                  ring_periods: int = 256, module: ModuleType | None = None,
-                 **options: Any) -> None:
+                 keep_mics: bool = False, **options: Any) -> None:
         if options.get("pcm_factory") is not None:
             raise ValueError("the C loop opens its PCMs itself; pcm_factory is for AlsaBackend")
-        super().__init__(period_samples, **options)
+        super().__init__(period_samples, keep_mics=keep_mics, **options)
         module = module if module is not None else load_rtloop()
         if module is None:
             raise AudioDeviceError(f"the C period loop is not built: {_INSTALL_HINT}")
@@ -202,7 +204,8 @@ class RtAlsaBackend(AlsaBackend):
             self._take(item)
         mic, loopback = self._ready.popleft()
         written, discontinuity = self._refs.popleft() if self._refs else (self._silence, False)
-        return Captured(mic, written if loopback is None else loopback, discontinuity)
+        return Captured(mic, written if loopback is None else loopback, discontinuity,
+                        self._ready_mics.popleft() if self._ready_mics else None)
 
     def playback_wanted(self) -> int:
         loop = self._loop
