@@ -43,6 +43,14 @@ same bytes.
 Recordings (``record_dir``): ``mic.wav``, ``reference.wav`` (what was written, by
 period), ``speaker.wav`` (what left the loudspeaker, on the room's clock) and
 ``near_end.wav`` (the talkers alone: the clean target for echo cancellation tests).
+
+Microphone array (``geometry``): the room then simulates each of the array's mics
+(:mod:`.room_array`: per-mic direct paths, diffuse reverberation and noise), talkers stand
+at an azimuth (``add_talker(..., azimuth_deg=...)``, else ``talker_azimuth_deg``), the
+loudspeaker at ``speaker_position_m`` in the array's frame, and :meth:`read` returns
+``Captured(mic=<the mics' average>, mics=<(period, mics) int16>)``. ``near_end.wav`` is
+then the talkers as the average of the mics hears them, and ``mics.wav`` records every
+mic. Without a geometry nothing of this applies and the bytes are what they always were.
 """
 
 from __future__ import annotations
@@ -57,9 +65,18 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from edgevoice.audio.array.geometry import ArrayGeometry
 from edgevoice.audio.errors import AudioError, EndOfInput
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.io.backend import AudioBackend, Captured
+from edgevoice.audio.io.room_array import (
+    DEFAULT_SPEAKER_POSITION_M,
+    EARLY_REFLECTIONS,
+    TAIL_ONSET_S,
+    TAIL_SCALE,
+    ArrayAcoustics,
+    Position,
+)
 from edgevoice.audio.io.wav import read_wav
 
 _LOGGER = logging.getLogger(__name__)
@@ -81,12 +98,12 @@ def synthetic_impulse_response(rt60_s: float, seed: int, rate: int = SAMPLE_RATE
     t = np.arange(length) / rate
     # Amplitude envelope: -60 dB of energy at rt60 is -60 dB of amplitude too (20 log10).
     envelope = np.power(10.0, -3.0 * t / rt60_s)
-    tail = rng.standard_normal(length) * envelope * 0.25
-    onset = int(0.002 * rate)  # reverberation builds up after the direct sound
+    tail = rng.standard_normal(length) * envelope * TAIL_SCALE
+    onset = int(TAIL_ONSET_S * rate)  # reverberation builds up after the direct sound
     tail[:onset] *= np.linspace(0.0, 1.0, onset, endpoint=False) if onset else 1.0
     ir = tail
     ir[0] = 1.0
-    for delay_ms, gain in ((3.1, 0.5), (5.3, -0.4), (7.9, 0.3)):
+    for delay_ms, gain in EARLY_REFLECTIONS:
         index = int(delay_ms * rate / 1000)
         if index < length:
             ir[index] += gain
@@ -109,7 +126,7 @@ def load_impulse_response(path: str | Path) -> Float:
 @dataclass(slots=True, eq=False)
 class _Talker:
     start: int  # room clock sample of its first sample
-    signal: Float  # already scaled by its gain
+    signal: Float  # already scaled by its gain; (samples, mics) in an array room
 
 
 class _OverlapAdd:
@@ -135,21 +152,26 @@ class _OverlapAdd:
 
 
 class _Recorder:
-    """Streams int16 mono WAVs to a folder while the room runs."""
+    """Streams int16 WAVs to a folder while the room runs: mono, and ``mics.wav`` with
+    one channel per mic of an array."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, mic_count: int = 1) -> None:
         folder.mkdir(parents=True, exist_ok=True)
-        self.paths = {name: folder / f"{name}.wav" for name in RECORDED_STREAMS}
+        channels = {name: 1 for name in RECORDED_STREAMS}
+        if mic_count > 1:
+            channels["mics"] = mic_count
+        self.paths = {name: folder / f"{name}.wav" for name in channels}
         self._handles: dict[str, wave.Wave_write] = {}
         for name, path in self.paths.items():
             handle = wave.open(str(path), "wb")  # noqa: SIM115 - closed in close()
-            handle.setnchannels(1)
+            handle.setnchannels(channels[name])
             handle.setsampwidth(2)
             handle.setframerate(SAMPLE_RATE)
             self._handles[name] = handle
 
     def write(self, name: str, pcm: Pcm) -> None:
-        self._handles[name].writeframes(pcm.astype("<i2").tobytes())
+        # (samples, channels) in C order is interleaved frames
+        self._handles[name].writeframes(np.ascontiguousarray(pcm, dtype="<i2").tobytes())
 
     def close(self) -> None:
         for handle in self._handles.values():
@@ -163,7 +185,7 @@ def _to_pcm(samples: Float) -> Pcm:
 
 
 class SimulatedRoom(AudioBackend):
-    """A room with a loudspeaker, a microphone, an echo path, talkers and noise."""
+    """A room with a loudspeaker, a microphone (or an array), an echo path, talkers and noise."""
 
     def __init__(
         self,
@@ -178,6 +200,10 @@ class SimulatedRoom(AudioBackend):
         seed: int = 0,
         record_dir: str | Path | None = None,
         duration_s: float | None = None,
+        geometry: ArrayGeometry | None = None,
+        talker_azimuth_deg: float = 30.0,
+        speaker_position_m: Position = DEFAULT_SPEAKER_POSITION_M,
+        talker_drr_db: float = 6.0,
     ) -> None:
         super().__init__(period_samples)
         if speed < 0:
@@ -200,6 +226,15 @@ class SimulatedRoom(AudioBackend):
         self._echo_gain = float(10.0 ** (self.echo_gain_db / 20.0))
         self._noise_rms = 32768.0 * float(10.0 ** (self.noise_dbfs / 20.0))
         self._conv = _OverlapAdd(ir, period_samples)
+        self.geometry = geometry
+        self.talker_azimuth_deg = float(talker_azimuth_deg)
+        self._array = None if geometry is None else ArrayAcoustics(
+            geometry, period_samples=period_samples, rate=SAMPLE_RATE,
+            echo_delay_samples=self.echo_delay_samples, echo_gain=self._echo_gain, rt60_s=rt60_s,
+            impulse_response=None if impulse_response is None else ir,
+            noise_rms=self._noise_rms, talker_drr_db=talker_drr_db,
+            speaker_position_m=speaker_position_m, seed=self.seed,
+        )
         self._lock = threading.Lock()
         self._talkers: list[_Talker] = []
         self._recorder: _Recorder | None = None
@@ -215,11 +250,15 @@ class SimulatedRoom(AudioBackend):
         self._pending_write: Pcm | None = None  # written, emitted during the next period
         self._rng = np.random.default_rng([self.seed, 0x0E])
         self._wall_start: float | None = None
+        if self._array is not None:
+            self._array.reset()
 
     # --- the backend interface ----------------------------------------------------------
 
     @property
     def name(self) -> str:
+        if self.geometry is not None:
+            return f"simulated(speed={self.speed:g}, seed={self.seed}, array={self.geometry.name})"
         return f"simulated(speed={self.speed:g}, seed={self.seed})"
 
     @property
@@ -240,13 +279,17 @@ class SimulatedRoom(AudioBackend):
             return
         self._reset()
         if self.record_dir is not None:
-            self._recorder = _Recorder(self.record_dir)
+            mic_count = 1 if self.geometry is None else self.geometry.mic_count
+            self._recorder = _Recorder(self.record_dir, mic_count)
             self._recording_paths = dict(self._recorder.paths)
         self._open = True
         _LOGGER.info("simulated room open: echo %.1f dB after %.1f ms, IR %d taps, "
                      "noise %.0f dBFS, speed %g", self.echo_gain_db,
                      self.echo_delay_samples * 1000 / SAMPLE_RATE, len(self.impulse_response),
                      self.noise_dbfs, self.speed)
+        if self.geometry is not None:
+            _LOGGER.info("simulated array %s: %d mics, talkers at %.0f° by default",
+                         self.geometry.name, self.geometry.mic_count, self.talker_azimuth_deg)
 
     def close(self) -> None:
         self._open = False
@@ -263,10 +306,15 @@ class SimulatedRoom(AudioBackend):
         return self.period_samples if self._pending_write is not None else 0
 
     def add_talker(self, pcm: Pcm | str | Path, start_s: float | None = None,
-                   gain_db: float = 0.0, *, after_s: float | None = None) -> float:
+                   gain_db: float = 0.0, *, after_s: float | None = None,
+                   azimuth_deg: float | None = None) -> float:
         """Schedule a near-end talker: 16 kHz mono int16 PCM (or a WAV file) starting at
         audio time ``start_s``, or ``after_s`` from the audio time it is scheduled at
         (neither: now). Returns its start (s). Safe from any thread at any time.
+
+        With an array, the talker stands at ``azimuth_deg`` (None: the room's
+        ``talker_azimuth_deg``); its start is when its direct sound reaches the array's
+        centre. A single mic hears no direction: there the azimuth is ignored.
 
         ``after_s`` is read under the room's lock: a caller that read :attr:`now_s` and
         then scheduled could lose a second of audio between the two in a room running
@@ -276,6 +324,11 @@ class SimulatedRoom(AudioBackend):
         if isinstance(pcm, (str, Path)):
             pcm, _ = read_wav(pcm)
         signal = np.asarray(pcm, dtype=np.float64) * float(10.0 ** (gain_db / 20.0))
+        lead = 0
+        if self._array is not None:
+            # the per-mic convolution runs on the caller's thread, outside the lock
+            azimuth = self.talker_azimuth_deg if azimuth_deg is None else float(azimuth_deg)
+            lead, signal = self._array.talker_image(signal, azimuth)
         with self._lock:
             now = self._mic_pos
             if after_s is not None:
@@ -285,7 +338,7 @@ class SimulatedRoom(AudioBackend):
             if start < now:
                 _LOGGER.debug("talker scheduled %d samples in the past: its start is skipped",
                               now - start)
-            self._talkers.append(_Talker(start, signal))
+            self._talkers.append(_Talker(start - lead, signal))
         return start / SAMPLE_RATE
 
     def read(self) -> Captured:
@@ -299,10 +352,9 @@ class SimulatedRoom(AudioBackend):
         # The period written last is emitted now, during [start, start + period).
         emitted = self._pending_write
         self._pending_write = None
-        if emitted is not None and np.any(emitted):
-            echo = self._conv.convolve(emitted.astype(np.float64)) * self._echo_gain
-            offset = self.echo_delay_samples
-            self._echo[offset : offset + len(echo)] += echo
+        self._emit(emitted)
+        if self._array is not None:
+            return self._read_array(start, emitted)
         near = self._near_end(start, period)
         mic = self._echo[:period] + near
         if self._noise_rms > 0:
@@ -335,14 +387,41 @@ class SimulatedRoom(AudioBackend):
     def _emit_late(self) -> None:
         emitted = self._pending_write
         self._pending_write = None
-        if emitted is not None and np.any(emitted):
-            echo = self._conv.convolve(emitted.astype(np.float64)) * self._echo_gain
-            self._echo[self.echo_delay_samples : self.echo_delay_samples + len(echo)] += echo
+        self._emit(emitted)
 
     # --- internals -------------------------------------------------------------------------
 
+    def _emit(self, emitted: Pcm | None) -> None:
+        """``emitted`` leaves the loudspeaker now: its echo joins what the mic will hear."""
+        if emitted is None or not np.any(emitted):
+            return
+        if self._array is not None:
+            self._array.emit(emitted.astype(np.float64))
+            return
+        echo = self._conv.convolve(emitted.astype(np.float64)) * self._echo_gain
+        offset = self.echo_delay_samples
+        self._echo[offset : offset + len(echo)] += echo
+
+    def _read_array(self, start: int, emitted: Pcm | None) -> Captured:
+        assert self._array is not None
+        period = self.period_samples
+        near = self._near_end(start, period)
+        mics = self._array.take_echo() + near + self._array.take_noise()
+        with self._lock:
+            self._mic_pos = start + period
+        # each mic clips on its own converter; the mix is what a one-mic device hears
+        mics_pcm = _to_pcm(mics)
+        mic_pcm = _to_pcm(mics_pcm.mean(axis=1))
+        if self._recorder is not None:
+            self._recorder.write("mic", mic_pcm)
+            self._recorder.write("mics", mics_pcm)
+            self._recorder.write("near_end", _to_pcm(near.mean(axis=1)))
+            self._recorder.write("speaker", emitted if emitted is not None
+                                 else np.zeros(period, np.int16))
+        return Captured(mic_pcm, mics=mics_pcm)
+
     def _near_end(self, start: int, period: int) -> Float:
-        out = np.zeros(period)
+        out = np.zeros((period, self._array.mic_count) if self._array is not None else period)
         end = start + period
         with self._lock:
             talkers = list(self._talkers)

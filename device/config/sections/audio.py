@@ -119,6 +119,11 @@ class RoomConfig:
         "Scripted near-end talkers, each 'file.wav@start_s' or 'file.wav@start_s@gain_db' "
         "(e.g. 'question.wav@2.0@-3').", restart=True,
     )
+    talker_deg: float = setting(
+        30.0, "With a microphone array ([array] geometry): the azimuth the room's talkers "
+        "speak from, degrees counter-clockwise from the array's +x axis. Ignored with one mic.",
+        minimum=-360.0, maximum=360.0, restart=True,
+    )
     duration_s: float = setting(
         0.0, "Audio time after which the room's input ends. 0: never.", minimum=0.0, maximum=86400.0,
         restart=True,
