@@ -20,12 +20,16 @@ from typing import Any
 from edgevoice.audio.frames import period_samples
 from edgevoice.audio.io.backend import AudioBackend
 from edgevoice.device.config.loader import ConfigError, ConfigProblem
-from edgevoice.device.config.schema import AudioConfig, RoomConfig, WavConfig
+from edgevoice.device.config.schema import ArrayConfig, AudioConfig, RoomConfig, WavConfig
 
 
-def open_backend(audio: AudioConfig, room: RoomConfig, wav: WavConfig) -> AudioBackend:
-    """The configured backend (closed), with a 16 kHz period of ``audio.period_ms``."""
+def open_backend(audio: AudioConfig, room: RoomConfig, wav: WavConfig,
+                 array: ArrayConfig | None = None) -> AudioBackend:
+    """The configured backend (closed), with a 16 kHz period of ``audio.period_ms``. With
+    ``[array] geometry`` it gives every mic (``Captured.mics``), and the simulated room
+    simulates that array."""
     period = period_samples(audio.period_ms)
+    with_array = array is not None and array.enabled
     if audio.backend == "alsa":
         from edgevoice.audio.io.rtloop import open_alsa_backend
 
@@ -43,9 +47,10 @@ def open_backend(audio: AudioConfig, room: RoomConfig, wav: WavConfig) -> AudioB
             playback_rate=audio.playback_rate,
             playback_channels=audio.playback_channels,
             buffer_periods=audio.buffer_periods,
+            keep_mics=with_array,
         )
     if audio.backend == "simulated":
-        return open_room(room, period)
+        return open_room(room, period, array if with_array else None)
     if audio.backend == "wav":
         from edgevoice.audio.io.wav_backend import WavFileBackend
 
@@ -55,12 +60,14 @@ def open_backend(audio: AudioConfig, room: RoomConfig, wav: WavConfig) -> AudioB
                                      f"expected alsa, simulated or wav, found {audio.backend!r}")])
 
 
-def open_room(room: RoomConfig, period: int) -> AudioBackend:
-    """The simulated room from the ``[room]`` section, with its scripted talkers added."""
+def open_room(room: RoomConfig, period: int, array: ArrayConfig | None = None) -> AudioBackend:
+    """The simulated room from the ``[room]`` section, with its scripted talkers added
+    (heard by ``array``'s geometry when given)."""
     from edgevoice.audio.io.room import SimulatedRoom
 
     simulated = SimulatedRoom(
         period,
+        **room_array_options(room, array),
         speed=room.speed,
         echo_gain_db=room.echo_gain_db,
         echo_delay_ms=room.echo_delay_ms,
@@ -74,6 +81,15 @@ def open_room(room: RoomConfig, period: int) -> AudioBackend:
     for path, start_s, gain_db in parse_talkers(room.talkers):
         simulated.add_talker(path, start_s=start_s, gain_db=gain_db)
     return simulated
+
+
+def room_array_options(room: RoomConfig, array: ArrayConfig | None) -> dict[str, Any]:
+    """The simulated room's array keywords: the geometry and where the talkers stand."""
+    if array is None or not array.enabled:
+        return {}
+    from edgevoice.audio.array.geometry import parse_geometry
+
+    return {"geometry": parse_geometry(array.geometry), "talker_azimuth_deg": room.talker_deg % 360.0}
 
 
 def parse_talkers(entries: tuple[str, ...]) -> list[tuple[Path, float, float]]:

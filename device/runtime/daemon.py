@@ -130,7 +130,7 @@ class Daemon:
         config = self.config
         identity = load_identity(config.device, self.root)
         self.device_id = identity.device_id
-        backend = self._backend_override or open_backend(config.audio, config.room, config.wav)
+        backend = self._backend_override or open_backend(config.audio, config.room, config.wav, config.array)
         self.backend = backend
         self.speaker = Speaker(backend.period_samples, config.audio.volume)
         # Engines load before the devices open, so READY=1 means ready to talk.

@@ -23,6 +23,7 @@ import numpy as np
 
 from edgevoice.audio.frames import Pcm
 from edgevoice.audio.io.room import SimulatedRoom
+from edgevoice.device.assembly.audio_io import room_array_options
 from edgevoice.device.config import LoadedConfig
 from edgevoice.device.events import Event, EventType
 from edgevoice.device.runtime.daemon import Daemon
@@ -211,6 +212,7 @@ async def run_demo(loaded: LoadedConfig, out_dir: Path, script: tuple[Line, ...]
     await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
     room = SimulatedRoom(
         int(16000 * config.audio.period_ms / 1000),
+        **room_array_options(config.room, config.array),
         speed=config.room.speed,
         echo_gain_db=config.room.echo_gain_db,
         echo_delay_ms=config.room.echo_delay_ms,

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from edgevoice.audio.array.geometry import ArrayGeometry
 from edgevoice.audio.frames import Pcm
 from edgevoice.audio.io.room import SimulatedRoom
 from edgevoice.device.config import load_config
@@ -71,10 +72,11 @@ class Device:
         self.events.append(event)
         self._queue.put_nowait(event)
 
-    def say(self, text: str, *, after_s: float = 0.3) -> float:
-        """Put ``text`` into the room ``after_s`` seconds of audio from now."""
+    def say(self, text: str, *, after_s: float = 0.3, azimuth_deg: float | None = None) -> float:
+        """Put ``text`` into the room ``after_s`` seconds of audio from now (from
+        ``azimuth_deg`` when the room simulates an array)."""
         pcm = voice(text)  # first: synthesis takes real time while the room's clock runs on
-        return self.room.add_talker(pcm, after_s=after_s)
+        return self.room.add_talker(pcm, after_s=after_s, azimuth_deg=azimuth_deg)
 
     async def wait_for(self, type_: str, timeout_s: float = 60.0, **match: Any) -> Event:
         """The next event of ``type_`` (whose data has ``match``), or fail the test."""
@@ -107,6 +109,7 @@ async def running_device(
     pin_factory: Any = None,
     notifier: Notifier | None = None,
     echo_gain_db: float = -10.0,
+    geometry: ArrayGeometry | None = None,
 ) -> AsyncIterator[Device]:
     grammar = "[" + ", ".join(f'"{p}"' for p in PHRASES) + "]"
     for phrase in (*PHRASES, WAKE_PHRASE):
@@ -127,7 +130,7 @@ async def running_device(
     config_file.touch()
     loaded = load_config(config_file, overrides)
     room = SimulatedRoom(160, speed=0, echo_gain_db=echo_gain_db, echo_delay_ms=20, rt60_s=0.2,
-                         noise_dbfs=-75, seed=1, record_dir=tmp_path / "room")
+                         noise_dbfs=-75, seed=1, record_dir=tmp_path / "room", geometry=geometry)
     device = Device(room)
     device.daemon = Daemon(loaded, config_path=config_file, overrides=overrides, backend=room,
                            pin_factory=pin_factory, root=tmp_path, notifier=notifier,
