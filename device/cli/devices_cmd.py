@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from edgevoice.device.cli.common import EXIT_OK, add_common_options, load, print_json
@@ -38,13 +39,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also list devices that cannot be opened")
     parser.add_argument("--suggest", action="store_true",
                         help="recognise the connected hardware and propose a profile preset")
+    parser.add_argument("--root", type=Path, default=Path("/"), metavar="DIR",
+                        help="with --suggest: read /proc/asound and /sys/bus/usb under DIR "
+                             "(a copy taken from another board) instead of this machine's")
 
 
 def _suggest(args: argparse.Namespace) -> int:
     from edgevoice.device.config import to_toml
     from edgevoice.device.hardware.profiles import read_hardware, suggest
 
-    hits = suggest(read_hardware())
+    hits = suggest(read_hardware(args.root))
     if args.json:
         print_json({"suggestions": [hit.as_dict() for hit in hits]})
         return EXIT_OK
@@ -55,6 +59,12 @@ def _suggest(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{'suggested' if rank == 0 else 'also fits'}: {hit.profile.name} "
                          f"({hit.profile.title})\n  because {hit.reason}\n"
                          f"  preset: {preset or 'not installed'}\n")
+        if hit.profile.geometry:
+            sys.stdout.write(f"  array geometry: {hit.profile.geometry}"
+                             + (" (on in the preset: direction of arrival and a beam toward the "
+                                "talker)\n" if hit.array_in_preset() else
+                                f" (off in the preset; to steer a beam, set [array] geometry = "
+                                f"\"{hit.profile.geometry}\")\n"))
         if hit.overrides:
             sys.stdout.write("  and set for this exact hardware:\n    "
                              + to_toml(hit.overrides).strip().replace("\n", "\n    ") + "\n")

@@ -13,6 +13,7 @@ them to ``/opt/edgevoice/share/profiles`` and ``/etc/alsa/conf.d``.
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,14 +51,20 @@ class Hardware:
 
 @dataclass(frozen=True, slots=True)
 class Profile:
+    """A supported board or array; ``geometry`` names its mics' ``[array] geometry`` preset
+    ("" when it has no array edgevoice can steer)."""
+
     name: str
     title: str
+    geometry: str = ""
 
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (
-    Profile("respeaker-2mic", "Seeed ReSpeaker 2-Mics Pi HAT"),
-    Profile("respeaker-4mic", "Seeed ReSpeaker 4-Mic Array for Raspberry Pi (output: headphone jack)"),
-    Profile("respeaker-usb-v2", "Seeed ReSpeaker USB Mic Array v2.0 (6-channel firmware)"),
+    Profile("respeaker-2mic", "Seeed ReSpeaker 2-Mics Pi HAT", "respeaker-2mic"),
+    Profile("respeaker-4mic", "Seeed ReSpeaker 4-Mic Array for Raspberry Pi (output: headphone jack)",
+            "respeaker-4mic"),
+    Profile("respeaker-usb-v2", "Seeed ReSpeaker USB Mic Array v2.0 (6-channel firmware)",
+            "respeaker-usb-v2"),
     Profile("usb-speakerphone", "USB speakerphone"),
     Profile("usb-mic-headphones", "USB microphone, output on the Pi's headphone jack"),
     Profile("usb-mic-hdmi", "USB microphone, output on HDMI"),
@@ -77,10 +84,19 @@ class Suggestion:
         preset = profile_preset(self.profile.name)
         return Path(str(preset)) if preset is not None else None
 
+    def array_in_preset(self) -> bool:
+        """Whether the shipped preset hears the mics as an array (its ``[array] geometry``)."""
+        preset = profile_preset(self.profile.name)
+        if preset is None:
+            return False
+        fragment = tomllib.loads(preset.read_text(encoding="utf-8"))
+        return bool(fragment.get("array", {}).get("geometry"))
+
     def as_dict(self) -> dict[str, Any]:
         preset = self.preset_path()
         return {"profile": self.profile.name, "title": self.profile.title, "reason": self.reason,
-                "preset": str(preset) if preset else None, "overrides": self.overrides}
+                "preset": str(preset) if preset else None, "overrides": self.overrides,
+                "geometry": self.profile.geometry or None, "array_in_preset": self.array_in_preset()}
 
 
 def parse_cards(text: str) -> list[tuple[int, str, str, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -164,3 +165,37 @@ def test_speakerphone_is_recognised(tmp_path: Path) -> None:
 
 def test_nothing_connected_suggests_nothing(tmp_path: Path) -> None:
     assert suggest(read_hardware(write_tree(tmp_path, PI_HEADPHONES, {0: {"pcm0p": ""}}))) == []
+
+
+def test_array_profiles_name_a_geometry_that_fits_their_mic_channels() -> None:
+    from edgevoice.audio.array.geometry import parse_geometry
+    from edgevoice.device.config import load_config
+
+    for profile in PROFILES.values():
+        config = load_config(PRESETS / "profiles" / f"{profile.name}.toml").config
+        if profile.geometry:
+            assert parse_geometry(profile.geometry).mic_count == len(config.audio.mic_channels), profile
+        if config.array.geometry:  # a preset that turns the array on uses the profile's own geometry
+            assert config.array.geometry == profile.geometry, profile
+    four = load_config(PRESETS / "profiles" / "respeaker-4mic.toml").config
+    assert four.array.geometry == "respeaker-4mic"  # the 4-mic HAT is heard as an array by default
+
+
+def test_suggest_names_the_array_geometry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = " 1 [seeed4micvoicec]: seeed-4mic-voic - seeed4micvoicecard\n"
+    four = write_tree(tmp_path / "four", PI_HEADPHONES + line, {1: {"pcm0c": ""}})
+    assert main(["devices", "--suggest", "--root", str(four), "--json"]) == 0
+    hit = json.loads(capsys.readouterr().out)["suggestions"][0]
+    assert (hit["profile"], hit["geometry"], hit["array_in_preset"]) == (
+        "respeaker-4mic", "respeaker-4mic", True)
+    line = " 1 [seeed2micvoicec]: seeed-2mic-voic - seeed2micvoicecard\n"
+    two = write_tree(tmp_path / "two", PI_HEADPHONES + line, {1: {"pcm0c": "", "pcm0p": ""}})
+    assert main(["devices", "--suggest", "--root", str(two)]) == 0
+    text = capsys.readouterr().out
+    assert ('array geometry: respeaker-2mic (off in the preset; to steer a beam, set [array] '
+            'geometry = "respeaker-2mic")') in text
+    usb_card = " 1 [Device         ]: USB-Audio - USB PnP Sound Device\n"
+    usb = write_tree(tmp_path / "usb", PI_HEADPHONES + usb_card,
+                     {1: {"usbid": "0d8c:0014\n", "pcm0c": "", "pcm0p": ""}})
+    assert main(["devices", "--suggest", "--root", str(usb), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["suggestions"][0]["geometry"] is None  # one mic: no array
