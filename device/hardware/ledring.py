@@ -7,6 +7,8 @@ gpiozero's MockFactory drives the same code in tests, bit by bit.
 
 Patterns follow the status LED's: listening solid blue, thinking a blue dot running
 round the ring, speaking breathing cyan, muted dim red, error red flashes, off.
+With a mic array, the listening ring points at the talker: the LED nearest their direction
+bright, its neighbours half, the rest dim blue (:func:`direction_colors`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,26 @@ def countdown_colors(fraction_left: float, count: int) -> list[Color]:
     dark (the last LED stays lit until the timer finishes)."""
     lit = max(1, math.ceil(max(0.0, min(1.0, fraction_left)) * count)) if fraction_left > 0 else 0
     return [AMBER if i < lit else OFF for i in range(count)]
+
+
+def pointing_led(direction_deg: float, count: int, first_led_deg: float = 0.0) -> int:
+    """The LED nearest ``direction_deg`` (the array's azimuth, counter-clockwise) on a ring
+    whose LED 0 sits at ``first_led_deg`` and whose LEDs run counter-clockwise."""
+    step = 360.0 / count
+    return round(((direction_deg - first_led_deg) % 360.0) / step) % count
+
+
+def direction_colors(direction_deg: float, count: int, first_led_deg: float = 0.0) -> list[Color]:
+    """Listening, pointing at the talker: the nearest LED full blue, its neighbours half,
+    the others dim, so the ring still reads as "listening" from across the room."""
+    head = pointing_led(direction_deg, count, first_led_deg)
+    half: Color = (0, 20, 128)
+    dim: Color = (0, 4, 40)
+    colors = [dim] * count
+    if count > 2:
+        colors[(head - 1) % count] = colors[(head + 1) % count] = half
+    colors[head] = BLUE
+    return colors
 
 
 def apa102_frame(colors: Sequence[Color], brightness: int = 31) -> list[int]:
@@ -69,7 +91,7 @@ class LedRing:
     FRAME_S = 0.05
 
     def __init__(self, count: int, brightness: float = 0.5, pin_factory: Any = None,
-                 spi: Any = None) -> None:
+                 spi: Any = None, first_led_deg: float = 0.0) -> None:
         if spi is None:
             if pin_factory is None:
                 from gpiozero import Device
@@ -82,6 +104,8 @@ class LedRing:
         self._brightness = max(0, min(31, round(brightness * 31)))
         self.pattern = LedPattern.OFF
         self.countdown: float | None = None  # a timer's fraction left, shown while idle
+        self.direction_deg: float | None = None  # the talker, pointed at while listening
+        self._first_led_deg = first_led_deg
         self._step = 0
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -92,8 +116,19 @@ class LedRing:
 
     def show(self, pattern: LedPattern) -> None:
         with self._lock:
+            if pattern is not LedPattern.LISTENING:
+                # The turn is over (or never began): the next one finds its talker anew. Going
+                # *to* listening keeps it: the talker's onset can come just before the state.
+                self.direction_deg = None
             self.pattern = pattern
             self._step = 0
+        self._wake.set()
+
+    def show_direction(self, direction_deg: float | None) -> None:
+        """Point at a talker at ``direction_deg`` (array azimuth) while the ring shows
+        listening; None goes back to the plain listening ring."""
+        with self._lock:
+            self.direction_deg = direction_deg
         self._wake.set()
 
     def show_countdown(self, fraction_left: float | None) -> None:
@@ -110,9 +145,12 @@ class LedRing:
         while not self._stop.is_set():
             with self._lock:
                 pattern, step, countdown = self.pattern, self._step, self.countdown
+                direction = self.direction_deg
                 self._step += 1
             try:
-                if pattern is LedPattern.OFF and countdown is not None:
+                if pattern is LedPattern.LISTENING and direction is not None:
+                    self._write(direction_colors(direction, self.count, self._first_led_deg))
+                elif pattern is LedPattern.OFF and countdown is not None:
                     self._write(countdown_colors(countdown, self.count))
                 else:
                     self._write(pattern_colors(pattern, self.count, step))

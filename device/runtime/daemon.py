@@ -324,11 +324,21 @@ class Daemon:
 
         gpio = self.config.gpio
         try:
-            self._ring = LedRing(gpio.led_ring_count, gpio.led_brightness, factory)
+            self._ring = LedRing(gpio.led_ring_count, gpio.led_brightness, factory,
+                                 first_led_deg=self.config.array.led_offset_deg)
         except Exception as err:
             _LOGGER.warning("LED ring disabled: SPI is not available (%s: %s)", type(err).__name__, err)
             return
         self._closers.append(self._ring.close)
+        if self.config.array.enabled:
+            self.bus.subscribe(self._point_ring)
+
+    def _point_ring(self, event: Event) -> None:
+        # The array found where the turn's talker is: the listening ring looks at them.
+        if self._ring is not None and event.type == EventType.SPEECH_STARTED:
+            direction = event.data.get("direction_deg")
+            if isinstance(direction, (int, float)):
+                self._ring.show_direction(float(direction))
 
     def _on_button(self, event: ButtonEvent, data: dict[str, Any]) -> None:
         ringing = self.esphome is not None and self.esphome.bridge.timers.is_ringing

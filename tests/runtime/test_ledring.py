@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 from gpiozero import Device
-from gpiozero.pins.mock import MockFactory, MockSPIDevice
+from gpiozero.pins.mock import MockFactory
+from support.apa102 import Apa102Strip
 
 from edgevoice.device.hardware.gpio import LedPattern
 from edgevoice.device.hardware.ledring import BLUE, LedRing, apa102_frame, pattern_colors
@@ -22,21 +23,6 @@ def factory() -> Iterator[MockFactory]:
     yield mock
     mock.reset()
     Device.pin_factory = previous
-
-
-class Apa102Strip(MockSPIDevice):
-    """The LED side of the bus (gpiozero's own SPI test double): every complete frame
-    it is clocked, as bytes."""
-
-    def __init__(self, factory: MockFactory) -> None:
-        super().__init__(11, 10, None, 8, pin_factory=factory)
-        self.frames: list[list[int]] = []
-
-    def on_select(self) -> None:
-        super().on_select()
-        if self.select_pin.state and self.rx_buf:  # deselected: a frame is complete
-            bits = [int(b) for b in self.rx_buf]
-            self.frames.append([int("".join(map(str, bits[i:i + 8])), 2) for i in range(0, len(bits), 8)])
 
 
 def test_frame_layout() -> None:
@@ -89,6 +75,51 @@ def test_a_timer_countdown_shows_while_idle_and_gives_way_to_listening(factory: 
         while listening not in strip.frames and time.monotonic() < deadline:
             time.sleep(0.05)
         assert listening in strip.frames
+    finally:
+        ring.close()
+    strip.close()
+
+
+def test_the_ring_points_at_the_talker() -> None:
+    from edgevoice.device.hardware.ledring import direction_colors, pointing_led
+
+    # twelve LEDs, LED 0 at the array's 0 degrees, counter-clockwise: 30 degrees apart
+    assert [pointing_led(d, 12) for d in (0.0, 14.9, 15.1, 90.0, 359.0, -30.0)] == [0, 0, 1, 3, 0, 11]
+    assert pointing_led(90.0, 12, first_led_deg=30.0) == 2  # LED 0 sits at 30 degrees
+    assert pointing_led(10.0, 12, first_led_deg=-350.0) == 0  # offsets wrap like azimuths
+    colors = direction_colors(90.0, 12)
+    assert colors[3] == BLUE
+    assert colors[2] == colors[4] != colors[0]  # the neighbours half-lit, the rest dim
+    assert all(c != (0, 0, 0) for c in colors)  # still reads as "listening" all round
+    assert sum(sum(c) for c in colors[2:5]) > sum(sum(c) for c in colors[5:])
+
+
+def test_the_listening_ring_turns_to_the_talker_and_forgets_them_after(factory: MockFactory) -> None:
+    from edgevoice.device.hardware.ledring import direction_colors
+
+    strip = Apa102Strip(factory)
+    ring = LedRing(6, brightness=1.0, pin_factory=factory, first_led_deg=60.0)
+    pointing = apa102_frame(direction_colors(180.0, 6, 60.0), 31)
+    plain = apa102_frame([BLUE] * 6, 31)
+
+    def wait_for(frame: list[int]) -> None:
+        deadline = time.monotonic() + 5
+        while frame not in strip.frames and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert frame in strip.frames
+
+    try:
+        ring.show(LedPattern.LISTENING)
+        wait_for(plain)
+        ring.show_direction(180.0)
+        wait_for(pointing)
+        lit = pointing[4:-1][2 * 4:2 * 4 + 4]  # LED 2 = (180 - 60) / 60
+        assert lit == [0b11111111, BLUE[2], BLUE[1], BLUE[0]]
+        ring.show(LedPattern.THINKING)
+        ring.show(LedPattern.LISTENING)  # the next turn: plain listening until its talker is found
+        assert ring.direction_deg is None
+        strip.frames.clear()
+        wait_for(plain)
     finally:
         ring.close()
     strip.close()
