@@ -18,7 +18,9 @@ edgevoice canceller and the daemon's own stage (audio/array/hearing.py):
 Reported: echo removed in the first reply once converged (from 1.5 s on), echo removed in
 the first 2 s of the second reply (after the beam turned to the person: a changed path for
 a canceller after the beam), the person's level through the chain against ``mono`` while
-they speak alone (a loss would be the beam or the canceller eating them), and CPU per
+they speak alone (a loss would be the beam or the canceller eating them), what a barge-in
+detector has to go on (while the person talks over reply 2: the chain's output over what
+the same chain leaves of the echo with the person silent, in a second run), and CPU per
 second of audio (this process's time; a Pi 4 core taken as 4x slower). The VAD is the
 person's own timeline (an oracle), so the figures are the placement's, not the VAD's.
 """
@@ -81,6 +83,13 @@ class Timeline:
     reply_a: tuple[int, int]
     reply_b: tuple[int, int]
     alone: tuple[int, int]
+    over: tuple[int, int]  # the person talking over reply 2 (a barge-in)
+
+    def without_person(self) -> Timeline:
+        """The same room with the person silent: what each chain leaves of the echo alone."""
+        mics = np.clip(np.rint(self.mics.astype(np.float64) - self.talker), -32768, 32767).astype(np.int16)
+        return Timeline(mics, self.echo, np.zeros_like(self.talker), self.reference,
+                        np.zeros_like(self.speech), self.reply_a, self.reply_b, self.alone, self.over)
 
 
 def render(scene: Scene, geometry: ArrayGeometry) -> Timeline:
@@ -124,7 +133,8 @@ def render(scene: Scene, geometry: ArrayGeometry) -> Timeline:
     played = np.clip(np.rint(reference), -32768, 32767).astype(np.int16)
     return Timeline(mixture, echo, talker, played, speech, (start_a, start_a + len(a)),
                     (start_b, start_b + len(b)),
-                    (alone_start, alone_start + len(phrase_1)))
+                    (alone_start, alone_start + len(phrase_1)),
+                    (over, min(over + len(phrase_2), start_b + len(b))))
 
 
 def run(method: str, timeline: Timeline, geometry: ArrayGeometry) -> tuple[np.ndarray, float, int]:
@@ -161,10 +171,12 @@ def _db(x: np.ndarray) -> float:
     return 10.0 * math.log10(float(np.mean(np.asarray(x, dtype=np.float64) ** 2)) + 1e-9)
 
 
-def score(timeline: Timeline, outputs: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
+def score(timeline: Timeline, outputs: dict[str, np.ndarray],
+          echo_only: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
     a0, a1 = timeline.reply_a
     b0 = timeline.reply_b[0]
     p0, p1 = timeline.alone
+    o0, o1 = timeline.over
     echo_a = timeline.echo[a0 + int(1.5 * RATE) : a1].mean(axis=1)
     echo_b = timeline.echo[b0 : b0 + 2 * RATE].mean(axis=1)
     figures: dict[str, dict[str, float]] = {}
@@ -173,6 +185,9 @@ def score(timeline: Timeline, outputs: dict[str, np.ndarray]) -> dict[str, dict[
             "erle_a": _db(echo_a) - _db(out[a0 + int(1.5 * RATE) : a1]),
             "erle_b": _db(echo_b) - _db(out[b0 : b0 + 2 * RATE]),
             "talker_db": _db(out[p0:p1]) - _db(outputs["mono"][p0:p1]),
+            # what a barge-in detector has to go on: during the double talk, the chain's
+            # output over what the same chain leaves with the person silent
+            "double_talk_db": _db(out[o0:o1]) - _db(echo_only[method][o0:o1]),
         }
     return figures
 
@@ -195,28 +210,33 @@ def main() -> None:
         audio_s = 0.0
         for scene in scenes:
             timeline = render(scene, geometry)
-            outputs = {}
+            outputs, echo_only = {}, {}
+            silent = timeline.without_person()
             for method in METHODS:
                 outputs[method], spent, _ = run(method, timeline, geometry)
                 cpu[method] += spent
+                echo_only[method] = run(method, silent, geometry)[0]
             audio_s += len(timeline.mics) / RATE
-            for method, figures in score(timeline, outputs).items():
+            for method, figures in score(timeline, outputs, echo_only).items():
                 rows[method].append(figures)
             done = ", ".join(f"{m} {rows[m][-1]['erle_a']:.1f}/{rows[m][-1]['erle_b']:.1f} dB"
                              for m in METHODS)
             print(f"  {name} room {scene.index}: {done}", flush=True)
         print(f"\n{name} rooms ({len(scenes)}):\n")
         print("| method | echo removed, reply 1: mean (worst) | reply 2's first 2 s, after the beam turned: "
-              "mean (worst) | the person against mono: median (worst) | CPU ms per s (% of a Pi 4 core) |")
-        print("|---|---|---|---|---|")
+              "mean (worst) | the person against mono: median (worst) | double talk, the person over "
+              "what is left of the echo: median (worst) | CPU ms per s (% of a Pi 4 core) |")
+        print("|---|---|---|---|---|---|")
         for method in METHODS:
             a = [r["erle_a"] for r in rows[method]]
             b = [r["erle_b"] for r in rows[method]]
             t = [r["talker_db"] for r in rows[method]]
+            d = [r["double_talk_db"] for r in rows[method]]
             ms = 1000.0 * cpu[method] / audio_s
             print(f"| {method} | {statistics.mean(a):.1f} ({min(a):.1f}) dB | {statistics.mean(b):.1f} "
-                  f"({min(b):.1f}) dB | {statistics.median(t):+.1f} ({min(t):+.1f}) dB | {ms:.1f} "
-                  f"({ms * PI4_FACTOR / 10:.1f} %) |")
+                  f"({min(b):.1f}) dB | {statistics.median(t):+.1f} ({min(t):+.1f}) dB "
+                  f"| {statistics.median(d):+.1f} ({min(d):+.1f}) dB "
+                  f"| {ms:.1f} ({ms * PI4_FACTOR / 10:.1f} %) |")
         print()
 
 

@@ -52,7 +52,8 @@ class ArrayConfig:
     )
     led_offset_deg: float = setting(
         0.0, "Azimuth of the LED ring's first LED in the array's frame (degrees, counter-"
-        "clockwise), so the ring points at the talker.",
+        "clockwise; the LEDs are taken to run counter-clockwise too), so the listening ring "
+        "points at the talker.",
         minimum=-360.0, maximum=360.0, restart=True,
     )
 
