@@ -17,6 +17,8 @@ builds that chroot on an x86-64 (or arm64) Debian 12 host and runs the same step
 
 It prints a table (step, seconds, result) and exits 1 when any step failed. Root only.
 The cache lives in ``$EDGEVOICE_BOARD_CACHE`` (default ``~/.cache/edgevoice-board``).
+The root itself (running commands in it, mounting into it, removing it, the step table) is
+``chroot.py``'s; this module is the steps and their order.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
-from smoke import MAKE_AEC_PAIR, SAY_TEXT, SmokeFailed, aec_summary, check_heard, check_said, transcribe_args
+from chroot import Board, StepFailed, last_lines, mounts_under, one_line, remove_root, run
+from smoke import MAKE_AEC_PAIR, SAY_TEXT, aec_summary, check_heard, check_said, transcribe_args
 
 REPO = Path(__file__).resolve().parents[2]
 STAGE = REPO / "image" / "pi-gen" / "stage-edgevoice"
@@ -87,165 +89,6 @@ INSTALLED_PY = "/opt/edgevoice/bin/python"
 EDGEVOICE = "/opt/edgevoice/bin/edgevoice"
 HOST_SETTINGS = "/run/edgevoice-board-host"  # inside the root, while the install runs
 TEST_VENV = "/var/tmp/edgevoice-board-tests"
-
-
-def log(message: str) -> None:
-    print(f"\033[1m[board]\033[0m {message}", file=sys.stderr, flush=True)
-
-
-class StepFailed(Exception):
-    """A step's check did not hold; the message says what was seen."""
-
-
-@dataclass
-class Step:
-    name: str
-    seconds: float = 0.0
-    result: str = "-"
-    detail: str = ""
-
-
-@dataclass
-class Board:
-    root: Path
-    cache: Path
-    keep: bool
-    steps: list[Step] = field(default_factory=list)
-    mounts: list[Path] = field(default_factory=list)
-    created: list[Path] = field(default_factory=list)
-    failed: bool = False
-
-    # --- bookkeeping -----------------------------------------------------------------------
-    def step(self, name: str, action: Callable[[], str], *, needed: bool = True) -> bool:
-        """Run one step and record its time and result; after a needed step fails the rest skip."""
-        record = Step(name)
-        self.steps.append(record)
-        if self.failed and needed:
-            record.result, record.detail = "skipped", "an earlier step failed"
-            return False
-        log(f"step: {name}")
-        started = time.monotonic()
-        try:
-            record.detail = action()
-            record.result = "ok"
-        except (StepFailed, SmokeFailed, json.JSONDecodeError, KeyError, subprocess.CalledProcessError,
-                subprocess.TimeoutExpired, OSError) as err:
-            record.result = "FAIL"
-            record.detail = _one_line(str(err))
-            log(f"FAILED: {name}: {err}")
-            if needed:
-                self.failed = True
-        record.seconds = time.monotonic() - started
-        return record.result == "ok"
-
-    def table(self) -> str:
-        width = max(len(s.name) for s in self.steps)
-        lines = [f"{'step':<{width}}  {'time':>8}  {'result':<7}  detail", "-" * (width + 40)]
-        for s in self.steps:
-            lines.append(f"{s.name:<{width}}  {_clock(s.seconds):>8}  {s.result:<7}  {s.detail}")
-        total = sum(s.seconds for s in self.steps)
-        lines.append(f"{'total':<{width}}  {_clock(total):>8}  {'FAIL' if self.failed_any else 'ok':<7}")
-        return "\n".join(lines)
-
-    @property
-    def failed_any(self) -> bool:
-        return any(s.result == "FAIL" for s in self.steps)
-
-    # --- running things ----------------------------------------------------------------------
-    def chroot(self, command: str, *, timeout: float = 1800, env: dict[str, str] | None = None,
-               check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run a bash command in the arm64 root with a clean environment (nothing of the host's)."""
-        base = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                "HOME": "/root", "LANG": "C.UTF-8", "DEBIAN_FRONTEND": "noninteractive"}
-        base.update(env or {})
-        argv = ["chroot", str(self.root), "/usr/bin/env", "-i",
-                *(f"{k}={v}" for k, v in base.items()), "/bin/bash", "-ec", command]
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-        if check and result.returncode != 0:
-            tail = _tail(result.stderr or result.stdout)
-            raise StepFailed(f"exit {result.returncode}: {command[:80]}: {tail}")
-        return result
-
-    def mount(self, source: str, target: Path, *options: str) -> None:
-        """Mount onto ``target``, making (and remembering, to remove) what the mount point needs."""
-        if not target.exists():
-            missing = [target]
-            while not missing[-1].parent.exists():
-                missing.append(missing[-1].parent)
-            for folder in reversed(missing[1:]):
-                folder.mkdir()
-                self.created.append(folder)
-            if Path(source).is_dir() or "-t" in options:
-                target.mkdir()
-            else:
-                target.touch()
-            self.created.append(target)
-        subprocess.run(["mount", *options, source, str(target)], check=True, capture_output=True, text=True)
-        self.mounts.append(target)
-
-    def unmount_all(self) -> None:
-        for target in reversed(self.mounts):
-            done = subprocess.run(["umount", str(target)], capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)
-        self.mounts.clear()
-        for path in reversed(self.created):
-            with contextlib.suppress(OSError):
-                path.rmdir() if path.is_dir() else path.unlink()
-        self.created.clear()
-
-    @contextlib.contextmanager
-    def mounted(self, source: str, target: Path, *options: str) -> Iterator[None]:
-        """A mount that lasts one block; what it needed to create in the root goes with it."""
-        before_mounts, before_created = len(self.mounts), len(self.created)
-        self.mount(source, target, *options)
-        try:
-            yield
-        finally:
-            for path in reversed(self.mounts[before_mounts:]):
-                subprocess.run(["umount", str(path)], check=False, capture_output=True)
-            del self.mounts[before_mounts:]
-            for path in reversed(self.created[before_created:]):
-                with contextlib.suppress(OSError):
-                    path.rmdir() if path.is_dir() else path.unlink()
-            del self.created[before_created:]
-
-
-def mounts_under(root: Path) -> list[str]:
-    listed = subprocess.run(["findmnt", "-rno", "TARGET"], capture_output=True, text=True, check=False).stdout
-    return [t for t in listed.splitlines() if t == str(root) or t.startswith(str(root) + "/")]
-
-
-def remove_root(root: Path) -> None:
-    """Delete a scratch root, never through a mount (a bound /dev is the host's own)."""
-    if not root.exists():
-        return
-    for target in sorted(mounts_under(root), reverse=True):
-        subprocess.run(["umount", "-l", target], capture_output=True, check=False)
-    left = mounts_under(root)
-    if left:
-        raise StepFailed(f"not deleting {root}: still mounted there: {left}")
-    shutil.rmtree(root)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())[:160]
-
-
-def _tail(text: str, lines: int = 12) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def _clock(seconds: float) -> str:
-    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
-
-
-def run(argv: list[str], *, timeout: float = 3600, **kwargs: object) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, **kwargs)  # type: ignore[call-overload]
-    if result.returncode != 0:
-        tail = _tail(result.stderr or result.stdout)
-        raise StepFailed(f"exit {result.returncode}: {' '.join(argv)[:80]}: {tail}")
-    return result  # type: ignore[no-any-return]
 
 
 def stage_packages() -> list[str]:
@@ -493,13 +336,13 @@ def smoke_version(board: Board) -> str:
 
 def smoke_config_check(board: Board) -> str:
     # the service user reads its own /etc/edgevoice/config.toml (0600), as the unit does
-    return _one_line(board.chroot(as_service_user(f"{EDGEVOICE} config check")).stdout)
+    return one_line(board.chroot(as_service_user(f"{EDGEVOICE} config check")).stdout)
 
 
 def smoke_doctor(board: Board) -> str:
     done = board.chroot(as_service_user(f"{EDGEVOICE} doctor --json"), check=False, timeout=900)
     if done.returncode not in (0, 1):
-        raise StepFailed(f"doctor exited {done.returncode}: {_tail(done.stderr)}")
+        raise StepFailed(f"doctor exited {done.returncode}: {last_lines(done.stderr)}")
     report = json.loads(done.stdout)
     checks = {c["name"]: c["status"] for c in report["checks"]}
     if len(checks) < 5:
@@ -510,8 +353,8 @@ def smoke_doctor(board: Board) -> str:
 def smoke_devices(board: Board) -> str:
     done = board.chroot(as_service_user(f"{EDGEVOICE} devices"), check=False)
     if done.returncode not in (0, 4):  # no sound card in the root: 4 = unavailable, said clearly
-        raise StepFailed(f"devices exited {done.returncode}: {_tail(done.stderr)}")
-    return _one_line((done.stdout + " " + done.stderr).strip()) or f"exit {done.returncode}"
+        raise StepFailed(f"devices exited {done.returncode}: {last_lines(done.stderr)}")
+    return one_line((done.stdout + " " + done.stderr).strip()) or f"exit {done.returncode}"
 
 
 def smoke_say(board: Board) -> str:
@@ -549,7 +392,7 @@ def pure_logic_tests(board: Board) -> str:
         check=False, timeout=2400)
     summary = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
     if done.returncode != 0:
-        raise StepFailed(f"pytest exit {done.returncode}: {_tail(done.stdout, 30)}")
+        raise StepFailed(f"pytest exit {done.returncode}: {last_lines(done.stdout, 30)}")
     return summary.strip("= ")
 
 
@@ -558,7 +401,7 @@ def verify_units(board: Board) -> str:
     done = board.chroot(f"SYSTEMD_LOG_LEVEL=notice systemd-analyze verify {units}", check=False, timeout=600)
     # a typo only warns (exit 0): any output on stderr is a failure
     if done.returncode != 0 or done.stderr.strip():
-        raise StepFailed(f"exit {done.returncode}: {_tail(done.stderr)}")
+        raise StepFailed(f"exit {done.returncode}: {last_lines(done.stderr)}")
     enabled = board.chroot("systemctl is-enabled edgevoice.service edgevoice-provision.service "
                            "NetworkManager", check=False).stdout.split()
     if enabled != ["enabled", "enabled", "enabled"]:
