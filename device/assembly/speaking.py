@@ -38,7 +38,9 @@ def reply_speaker(speaker: Speaker, synthesizer: Synthesizer, bus: EventBus, tts
 
 
 def apply_splitting(replies: ReplySpeaker, tts: TtsConfig) -> None:
-    """The ``[tts]`` splitter limits and gap (live: the next reply uses them)."""
+    """The ``[tts]`` splitter limits, gap and synthesis chunk (live: the next reply uses
+    them); the one place these keys reach the running speaker."""
+    replies.synthesizer.max_chunk_chars = tts.max_chunk_chars
     replies.max_first_chars = tts.max_first_sentence_chars
     replies.max_chars = tts.max_sentence_chars
     replies.first_phrase_chars = tts.first_phrase_chars

@@ -114,7 +114,6 @@ def _conversation(daemon: Daemon, old: Config, new: Config) -> None:
 def _splitting(daemon: Daemon, old: Config, new: Config) -> None:
     if daemon.conversation is not None:
         apply_splitting(daemon.conversation.replies, new.tts)
-        daemon.conversation.replies.synthesizer.max_chunk_chars = new.tts.max_chunk_chars
 
 
 def _earcons(daemon: Daemon, old: Config, new: Config) -> None:
