@@ -121,6 +121,20 @@ BUNDLED: tuple[BundledModel, ...] = (
         licence="MIT",
         description="Silero VAD v5 (ONNX, run through onnxruntime)",
     ),
+    BundledModel(
+        name="smart-turn-v3",
+        kind=ModelKind.TURN,
+        engine="smart-turn",
+        language=None,
+        package="pipecat",
+        distribution="pipecat-ai",
+        # pipecat-ai 1.14.0 ships v3.2 (int8, CPU); found, never imported (pipecat's
+        # dependencies are not installed: ./dev setup installs it with --no-deps).
+        relpath="audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx",
+        aliases=("smart-turn-v3.2-cpu",),
+        licence="BSD-2-Clause",
+        description="pipecat smart-turn v3.2: is the turn complete? (Whisper-tiny encoder, ONNX int8)",
+    ),
     _wakeword("okay_nabu", "Okay Nabu"),
     _wakeword("hey_jarvis", "Hey Jarvis"),
     _wakeword("hey_mycroft", "Hey Mycroft"),

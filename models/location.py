@@ -14,6 +14,7 @@ class ModelKind(StrEnum):
     TTS = "tts"
     VAD = "vad"
     WAKEWORD = "wakeword"
+    TURN = "turn"  # end of turn: is the person done talking?
 
 
 class ModelSource(StrEnum):
@@ -30,6 +31,7 @@ DEFAULT_ENGINE: dict[ModelKind, str] = {
     ModelKind.TTS: "piper",
     ModelKind.VAD: "silero",
     ModelKind.WAKEWORD: "microwakeword",
+    ModelKind.TURN: "smart-turn",
 }
 
 
