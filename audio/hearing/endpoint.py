@@ -8,6 +8,12 @@ gated verdict) and returns what happened:
   reported at the first speech sample (not at the moment it was confirmed);
 - the turn ends after ``end_silence_ms`` of silence, or when it has lasted
   ``max_turn_s`` since the speech started;
+- with a turn-completion model (``turn_check_ms`` > 0), once a pause has lasted
+  ``turn_check_ms`` the step carries a :class:`TurnCheck`: the caller asks the model
+  (elsewhere, in its own time) and hands the answer to :meth:`Endpointer.verdict`. A
+  probability at or over ``turn_threshold`` ends the turn then (reason ``complete``);
+  otherwise ``end_silence_ms`` stays the longest wait. An answer for a pause the person
+  has already broken by speaking again is ignored (each pause has its own ticket);
 - the turn's audio begins ``pre_roll_ms`` before the start of speech, so the first
   syllable (which a VAD scores low) is never clipped, and runs to the end of turn.
 
@@ -35,6 +41,7 @@ class EndReason(StrEnum):
     MAX_TURN = "max_turn"  # the turn reached max_turn_s
     FORCED = "forced"  # end_turn() (button released)
     NO_SPEECH = "no_speech"  # an opened turn heard no speech before its timeout
+    COMPLETE = "complete"  # the turn model judged the pause the end of the turn
 
 
 class EndpointState(StrEnum):
@@ -51,9 +58,13 @@ class EndpointSettings:
     max_turn_s: float = 15.0
     pre_roll_ms: int = 300
     sample_rate: int = SAMPLE_RATE
+    turn_check_ms: int = 0  # ask the turn model after this much silence; 0: no model
+    turn_threshold: float = 0.5  # P(complete) at which the model's pause ends the turn
 
     def __post_init__(self) -> None:
         if self.min_speech_ms < 0 or self.end_silence_ms <= 0 or self.max_turn_s <= 0 or self.pre_roll_ms < 0:
+            raise ValueError(f"invalid endpoint settings: {self}")
+        if self.turn_check_ms < 0 or not 0.0 <= self.turn_threshold <= 1.0:
             raise ValueError(f"invalid endpoint settings: {self}")
 
     def samples(self, ms: float) -> int:
@@ -101,13 +112,24 @@ class TurnEnd:
 EndpointEvent = SpeechStarted | TurnEnd
 
 
+@dataclass(frozen=True, slots=True)
+class TurnCheck:
+    """The pause ``ticket`` has lasted ``turn_check_ms`` (at ``at_s``): ask the turn model
+    about the turn's audio so far, and pass its answer to :meth:`Endpointer.verdict`."""
+
+    ticket: int
+    at_s: float
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class EndpointStep:
     """What one push produced: events in order, and the audio appended to the open
-    turn by this push (at the start of a turn: the pre-roll and onset audio too)."""
+    turn by this push (at the start of a turn: the pre-roll and onset audio too);
+    ``check`` when the turn model should be asked now."""
 
     events: tuple[EndpointEvent, ...] = ()
     turn_audio: Pcm = field(default_factory=lambda: _EMPTY, repr=False)
+    check: TurnCheck | None = None
 
 
 class Endpointer:
@@ -128,6 +150,8 @@ class Endpointer:
         self._wait_deadline: int | None = None
         self._settle_until = 0
         self._end_on_silence = True
+        self._ticket = 0  # the pause the turn model was last asked about
+        self._asked = False  # this pause has been put to the model
 
     def apply(self, settings: EndpointSettings) -> None:
         """Use ``settings`` from the next push on (a turn in progress keeps its audio and
@@ -137,6 +161,7 @@ class Endpointer:
         self._end_silence = settings.samples(settings.end_silence_ms)
         self._max_turn = settings.samples(settings.max_turn_s * 1000)
         self._pre_roll = settings.samples(settings.pre_roll_ms)
+        self._turn_check = settings.samples(settings.turn_check_ms)
 
     # --- the audio clock -------------------------------------------------------------
     @property
@@ -264,13 +289,29 @@ class Endpointer:
         if speech:
             self._silence = 0
             self._last_speech_end = self._pos
+            self._asked = False  # the next pause is a new question
         else:
             self._silence += n
+        check: TurnCheck | None = None
         if self._end_on_silence and self._silence >= self._end_silence:
             events.append(self._finish(EndReason.SILENCE, self._last_speech_end))
         elif self._pos - self._speech_start >= self._max_turn:
             events.append(self._finish(EndReason.MAX_TURN, self._pos))
-        return EndpointStep(tuple(events), _join(appended))
+        elif (self._turn_check and self._end_on_silence and not self._asked
+              and self._silence >= self._turn_check):
+            self._asked = True
+            self._ticket += 1
+            check = TurnCheck(self._ticket, self._s(self._pos))
+        return EndpointStep(tuple(events), _join(appended), check)
+
+    def verdict(self, ticket: int, probability: float) -> EndpointStep:
+        """The turn model's answer for the pause ``ticket``: at or over ``turn_threshold``
+        the turn ends now (its end is the end of the last speech); below it, or for a pause
+        already over (speech came back, the turn ended), nothing happens."""
+        current = self.state == EndpointState.SPEECH and self._asked and ticket == self._ticket
+        if current and self._silence > 0 and probability >= self.settings.turn_threshold:
+            return EndpointStep((self._finish(EndReason.COMPLETE, self._last_speech_end),))
+        return EndpointStep()
 
     # --- internals -------------------------------------------------------------------
     def _enter_speech(self, start: int) -> None:
@@ -299,6 +340,7 @@ class Endpointer:
         self._silence = 0
         self._wait_deadline = None
         self._end_on_silence = True
+        self._asked = False
         self._clear_history()
 
     def _remember(self, start: int, pcm: Pcm) -> None:

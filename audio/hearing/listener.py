@@ -28,6 +28,11 @@ so the transcript is ready the moment the turn ends instead of a final pass late
 the person goes on, a new session takes the audio from shortly before the speech came
 back, and the turn's transcript joins the pieces (word times on the one audio clock).
 Phrase grammars are matched whole, so there the final pass waits for the turn's end.
+
+Turn model (``turn_judge``): when the endpointer asks (a pause of ``turn_check_ms``), the
+turn's last 8 s go to the judge, which scores them on its own thread; its answers are
+handed to the endpointer at the start of the next :meth:`Listener.process`, so a turn the
+model calls complete ends one frame after the answer, and the audio thread never waits.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from edgevoice.audio.hearing.endpoint import (
     TurnEnd,
 )
 from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.hearing.turn_model import WINDOW_SAMPLES, TurnJudge
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.wakeword import WakeWordDetection, WakeWordDetector
 
@@ -152,6 +158,7 @@ class Listener:
         wake_timeout_s: float = 5.0,
         wake_settle_ms: float = 300.0,
         origin_s: float = 0.0,
+        turn_judge: TurnJudge | None = None,
     ) -> None:
         if mode == ListenMode.WAKEWORD and wakeword is None:
             raise ValueError("listen mode 'wakeword' needs a wake word detector")
@@ -166,6 +173,7 @@ class Listener:
         self.wake_timeout_s = wake_timeout_s
         self.wake_settle_ms = wake_settle_ms
         self.origin_s = origin_s
+        self.turn_judge = turn_judge
         self.endpointer = Endpointer(endpoint, auto_start=self.mode == ListenMode.ALWAYS)
         self._session: AsrSession | None = None
         # The open turn's recognition: samples of its audio fed so far (pre-roll
@@ -233,6 +241,9 @@ class Listener:
         ``pcm``; turns (and so the recognizer) get ``heard`` when given: the echo
         canceller's linear output, which keeps a talker's first word in double talk."""
         events: list[HearingEvent] = []
+        if self.turn_judge is not None:
+            for verdict in self.turn_judge.verdicts():
+                self._handle(self.endpointer.verdict(verdict.ticket, verdict.probability), events)
         for window in self.vad.process(pcm, heard):
             self._update_auto_start()
             self._handle(self.endpointer.push(window.turn_audio, window.speech), events)
@@ -307,6 +318,8 @@ class Listener:
 
     def close(self) -> None:
         self._cancel_session()
+        if self.turn_judge is not None:
+            self.turn_judge.close()
 
     # --- internals -------------------------------------------------------------------
     def _update_auto_start(self) -> None:
@@ -365,6 +378,8 @@ class Listener:
                 self._resume(len(audio), events)
             elif self._session is not None:
                 self._accept(audio, events)
+        if step.check is not None and self.turn_judge is not None:
+            self.turn_judge.ask(step.check.ticket, self.endpointer.turn_tail(WINDOW_SAMPLES))
         ended = False
         for event in step.events:
             if isinstance(event, TurnEnd):

@@ -15,6 +15,7 @@ from edgevoice.audio.hearing.asr import AsrEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings
 from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.hearing.turn_model import TurnJudge
 from edgevoice.audio.hearing.vad import QuietGate, VadEngine, VoiceActivity
 from edgevoice.audio.hearing.wakeword import WakeWordDetector
 from edgevoice.device.config import Config, ConfigError
@@ -79,7 +80,21 @@ def endpoint_settings(endpoint: EndpointConfig) -> EndpointSettings:
         end_silence_ms=endpoint.end_silence_ms,
         max_turn_s=endpoint.max_turn_s,
         pre_roll_ms=endpoint.pre_roll_ms,
+        turn_check_ms=endpoint.turn_check_ms if endpoint.turn_model != "off" else 0,
+        turn_threshold=endpoint.turn_threshold,
     )
+
+
+def build_turn_judge(endpoint: EndpointConfig, models_dir: str | Path | None = None) -> TurnJudge | None:
+    """The turn model on its own thread, or ``None`` when ``[endpoint] turn_model`` is off."""
+    if endpoint.turn_model == "off":
+        return None
+    from edgevoice.audio.hearing.turn_model import TurnModel, TurnWorker
+
+    loc = resolve_model(endpoint.turn_model_name, ModelKind.TURN, models_dir)
+    model = TurnModel(loc.path)
+    _LOGGER.info("end of turn: %s asked after %d ms of silence", loc.name, endpoint.turn_check_ms)
+    return TurnWorker(model.completion)
 
 
 def build_wakeword(listen: ListenConfig, models_dir: str | Path | None = None) -> WakeWordDetector:
@@ -201,4 +216,5 @@ def build_listener(config: Config, *, asr: AsrEngine | None = None, origin_s: fl
         early_final_ms=config.asr.early_final_ms,
         wake_timeout_s=listen.wake_timeout_s,
         origin_s=origin_s,
+        turn_judge=build_turn_judge(config.endpoint, models_dir),
     )

@@ -58,6 +58,24 @@ class EndpointConfig:
         300, "Audio kept from before the detected start of speech, so the first syllable "
         "reaches the recognizer.", minimum=0, maximum=2000,
     )
+    turn_model: str = setting(
+        "off", "End of turn by a turn-completion model: off (the turn ends after end_silence_ms "
+        "of silence) or smart-turn (pipecat's smart-turn v3, ~90 ms CPU per pause on a 2-core "
+        "x86-64, 3-5x that on a Pi 4: after turn_check_ms of silence it is asked whether the "
+        "person is done; a finished turn ends then, one mid-thought waits up to end_silence_ms; "
+        "docs/hearing.md).", choices=("off", "smart-turn"), restart=True,
+    )
+    turn_model_name: str = setting(
+        "smart-turn-v3", "The turn model: registry name or path of the .onnx.", restart=True,
+    )
+    turn_check_ms: int = setting(
+        200, "With a turn model: silence after which it is asked. Keep it below end_silence_ms.",
+        minimum=50, maximum=5000, restart=True,
+    )
+    turn_threshold: float = setting(
+        0.5, "With a turn model: P(complete) at or over which the pause ends the turn.",
+        minimum=0.0, maximum=1.0, restart=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
