@@ -9,6 +9,9 @@ Patterns follow the status LED's: listening solid blue, thinking a blue dot runn
 round the ring, speaking breathing cyan, muted dim red, error red flashes, off.
 With a mic array, the listening ring points at the talker: the LED nearest their direction
 bright, its neighbours half, the rest dim blue (:func:`direction_colors`).
+While the ring is otherwise off (idle, in every listen mode) a running timer's countdown
+shows in amber (:func:`countdown_colors`); any pattern, a ringing timer's red flashes
+among them, covers it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 from edgevoice.device.hardware.gpio import LedPattern
@@ -85,6 +89,19 @@ def pattern_colors(pattern: LedPattern, count: int, step: int) -> list[Color]:
     return [OFF] * count
 
 
+class CountdownSource(StrEnum):
+    """Who feeds the ring's countdown. Each keeps its own, so one clearing its countdown
+    never blanks the other's."""
+
+    HOME_ASSISTANT = "home_assistant"  # HA's timers over the ESPHome API (device/esphome)
+    DEVICE = "device"  # the device's own timers (device/timers)
+
+
+# Home Assistant's countdown first: while HA is connected its pipeline answers the turns,
+# so its timer is the one just asked for; the device's own timers show again once HA's ends.
+COUNTDOWN_PRECEDENCE = (CountdownSource.HOME_ASSISTANT, CountdownSource.DEVICE)
+
+
 class LedRing:
     """An APA102 ring animated by one background thread."""
 
@@ -103,7 +120,7 @@ class LedRing:
         self.count = count
         self._brightness = max(0, min(31, round(brightness * 31)))
         self.pattern = LedPattern.OFF
-        self.countdown: float | None = None  # a timer's fraction left, shown while idle
+        self._countdowns: dict[CountdownSource, float] = {}  # fraction left, shown while idle
         self.direction_deg: float | None = None  # the talker, pointed at while listening
         self._first_led_deg = first_led_deg
         self._step = 0
@@ -131,11 +148,25 @@ class LedRing:
             self.direction_deg = direction_deg
         self._wake.set()
 
-    def show_countdown(self, fraction_left: float | None) -> None:
-        """Show a timer's fraction left while the ring is otherwise off (None: no timer)."""
+    def show_countdown(self, fraction_left: float | None,
+                       source: CountdownSource = CountdownSource.HOME_ASSISTANT) -> None:
+        """Show a timer's fraction left while the ring is otherwise off (None: no timer
+        of ``source`` runs)."""
         with self._lock:
-            self.countdown = fraction_left
+            if fraction_left is None:
+                self._countdowns.pop(source, None)
+            else:
+                self._countdowns[source] = fraction_left
         self._wake.set()
+
+    @property
+    def countdown(self) -> float | None:
+        """The fraction left the ring shows while idle (:data:`COUNTDOWN_PRECEDENCE`)."""
+        with self._lock:
+            return self._shown_countdown()
+
+    def _shown_countdown(self) -> float | None:
+        return next((self._countdowns[s] for s in COUNTDOWN_PRECEDENCE if s in self._countdowns), None)
 
     def _write(self, colors: Sequence[Color]) -> None:
         self._spi.transfer(apa102_frame(colors, self._brightness))
@@ -144,7 +175,7 @@ class LedRing:
         animated = {LedPattern.THINKING, LedPattern.SPEAKING, LedPattern.ERROR}
         while not self._stop.is_set():
             with self._lock:
-                pattern, step, countdown = self.pattern, self._step, self.countdown
+                pattern, step, countdown = self.pattern, self._step, self._shown_countdown()
                 direction = self.direction_deg
                 self._step += 1
             try:

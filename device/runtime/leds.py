@@ -7,6 +7,8 @@ from edgevoice.device.hardware.gpio import LedPattern
 from edgevoice.device.runtime.state import State
 
 LED_FOR_STATE = {
+    # Off when idle in every listen mode (wake word, always, button): the LED ring shows a
+    # running timer's countdown only over an otherwise dark ring.
     State.IDLE: LedPattern.OFF,
     State.LISTENING: LedPattern.LISTENING,
     State.THINKING: LedPattern.THINKING,

@@ -1,5 +1,6 @@
 """Wiring the timers (:mod:`edgevoice.device.timers`) into the running daemon: the
-earcon, listening for "stop" without the wake word while a timer rings, the LEDs."""
+earcon, listening for "stop" without the wake word while a timer rings, the LEDs (the
+ringing pattern, and the LED ring's countdown of the timer that ends first)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from edgevoice.audio.speaking.earcons import Earcon, earcon_pcm
 from edgevoice.device.hardware.gpio import LedPattern
+from edgevoice.device.hardware.ledring import CountdownSource
 from edgevoice.device.runtime.leds import LED_FOR_STATE
 from edgevoice.device.timers.service import TimerService
 
@@ -36,8 +38,15 @@ def attach_timers(daemon: Daemon) -> TimerService:
             if led is not None:
                 led.show(pattern)
 
+    def on_countdown(fraction_left: float | None) -> None:
+        # The ring draws it only while its pattern is off (idle, in every listen mode): a
+        # turn's pattern or the ringing flashes cover it, and Home Assistant's countdown,
+        # when one runs, goes first (ledring.COUNTDOWN_PRECEDENCE).
+        if daemon._ring is not None:
+            daemon._ring.show_countdown(fraction_left, CountdownSource.DEVICE)
+
     service = TimerService(Path(daemon.config.device.state_dir), ring=ring, on_ringing=on_ringing,
-                           emit=daemon.bus.emit)
+                           emit=daemon.bus.emit, on_countdown=on_countdown)
     conversation.intercept = service.intercept
     service.start()
     return service

@@ -26,6 +26,12 @@ class Timer:
     def remaining_s(self, now: float) -> float:
         return max(0.0, self.ends_at - now)
 
+    def fraction_left(self, now: float) -> float:
+        """1.0 just set, 0.0 at its end (clamped: the wall clock may jump either way)."""
+        if self.duration_s <= 0:  # only a hand-edited timers file has one
+            return 0.0
+        return max(0.0, min(1.0, self.remaining_s(now) / self.duration_s))
+
     def as_dict(self, now: float) -> dict[str, Any]:
         return {"name": self.name, "duration_s": round(self.duration_s, 3), "ends_at": round(self.ends_at, 3),
                 "remaining_s": round(self.remaining_s(now), 1), "ringing": self.ringing}
@@ -81,6 +87,12 @@ class TimerBook:
     def next_due(self) -> Timer | None:
         waiting = [t for t in self.timers if not t.ringing]
         return min(waiting, key=lambda t: t.ends_at) if waiting else None
+
+    def countdown(self, now: float) -> float | None:
+        """What the LED ring shows: the fraction left of the running timer that ends
+        first (ringing ones have their own pattern); None when none runs."""
+        nxt = self.next_due()
+        return nxt.fraction_left(now) if nxt is not None else None
 
     def running(self) -> tuple[Timer, ...]:
         return tuple(sorted((t for t in self.timers if not t.ringing), key=lambda t: t.ends_at))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgevoice.device.runtime.tasks import cancel_task
 from edgevoice.device.timers.model import TimerBook
 from edgevoice.device.timers.phrases import (
     TimerAction,
@@ -42,15 +43,19 @@ class TimerService:
         ring: Callable[[], None],
         on_ringing: Callable[[bool], None],
         emit: Callable[..., object],
+        on_countdown: Callable[[float | None], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``ring`` plays the earcon once; ``on_ringing`` shows it (LEDs) and lets "stop"
         be said without the wake word while it rings; ``emit`` puts events on the bus;
-        ``clock`` is the wall clock."""
+        ``on_countdown`` gets :meth:`TimerBook.countdown` about once a second while a
+        timer runs, and None once none does; ``clock`` is the wall clock."""
         self.path = state_dir / FILE_NAME
         self._ring = ring
         self._on_ringing = on_ringing
         self._emit = emit
+        self._on_countdown = on_countdown
+        self._countdown: float | None = None
         self._clock = clock
         self.book = load_book(self.path)
         self._changed = asyncio.Event()
@@ -66,10 +71,7 @@ class TimerService:
 
     async def stop(self) -> None:
         for task in (self._task, self._ringer):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await cancel_task(task)  # a cancelled caller stays cancelled
 
     # --- what the agent and tools do --------------------------------------------------
 
@@ -161,12 +163,23 @@ class TimerService:
                 _LOGGER.info("timer(s) %s ringing", ", ".join(t.name for t in newly))
                 if self._ringer is None or self._ringer.done():
                     self._ringer = asyncio.create_task(self._ring_until_stopped(), name="timer-ring")
+            self._show_countdown(now)
             nxt = self.book.next_due()
             # Wake at the next timer's end, at least once a second (the wall clock may jump).
             wait = 1.0 if nxt is None else min(1.0, max(0.0, nxt.ends_at - now))
             self._changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), wait)
+
+    def _show_countdown(self, now: float) -> None:
+        # Every pass of _run (each second, and at once after a change); "none" only once.
+        if self._on_countdown is None:
+            return
+        countdown = self.book.countdown(now)
+        if countdown is None and self._countdown is None:
+            return
+        self._countdown = countdown
+        self._on_countdown(countdown)
 
     async def _ring_until_stopped(self) -> None:
         self._on_ringing(True)

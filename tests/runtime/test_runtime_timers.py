@@ -1,28 +1,37 @@
 """Timers on the whole device: the built-in agent sets one by voice, it rings with the
 timer earcon until "stop" is said (no wake word while it rings) or the button is
-pressed, the LEDs show it, and timers survive a restart, as the retained MQTT state
-on a real mosquitto with the shipped ACL shows."""
+pressed, the LEDs show it, the LED ring counts a running one down while idle, and
+timers survive a restart, as the retained MQTT state on a real mosquitto with the
+shipped ACL shows."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from gpiozero import Device
 from gpiozero.pins.mock import MockFactory
+from support.apa102 import Apa102Strip
 from support.device_commands import Commands, device_overrides
-from support.device_harness import PHRASES, running_device, voice
+from support.device_harness import PHRASES, WAKE_PHRASE, running_device, voice
 from support.mosquitto import Broker
 from support.mqtt_fakes import Observer
 
 from edgevoice.device.events import EventType
+from edgevoice.device.hardware.gpio import LedPattern
+from edgevoice.device.hardware.ledring import OFF, apa102_frame, countdown_colors, pattern_colors
+from edgevoice.device.runtime.state import State
 from edgevoice.device.timers.service import TIMER_EVENT
 
 TIMER_PHRASES = ("set a timer for two seconds", "set a pasta timer for ten minutes",
                  "how long is left", "cancel the timer", "stop")
 GRAMMAR = "asr.grammar=[" + ", ".join(f'"{p}"' for p in (*PHRASES, *TIMER_PHRASES)) + "]"
 WAKEWORD = ["listen.mode=wakeword", "listen.wakeword=okay_nabu", "listen.follow_up_s=3", "llm.provider=local"]
+RING = ["gpio.enabled=true", "gpio.button_pin=-1", "gpio.led_pin=-1", 'gpio.led_ring="apa102"',
+        "gpio.led_ring_count=12", "gpio.led_brightness=1.0"]
 
 
 def warm_voices() -> None:
@@ -103,6 +112,65 @@ async def test_the_button_stops_a_ringing_timer_and_the_led_ring_shows_it(tmp_pa
         assert len(device.of("button.pressed")) == presses + 1
         assert daemon.conversation is not None and daemon.conversation.state == "idle"  # nothing else
         assert shown[-1] != RINGING_LED
+
+
+async def test_the_led_ring_counts_down_the_running_timer_while_idle_until_it_is_cancelled(
+        tmp_path: Path) -> None:
+    warm_voices()
+    factory = MockFactory()
+    previous, Device.pin_factory = Device.pin_factory, factory  # the mock SPI's software pins
+    strip = Apa102Strip(factory)
+    # each countdown frame, by how many of the twelve LEDs it lights
+    lit_by_frame = {tuple(apa102_frame(countdown_colors(n / 12, 12), 31)): n for n in range(1, 13)}
+    idle = apa102_frame([OFF] * 12, 31)
+    listening = apa102_frame(pattern_colors(LedPattern.LISTENING, 12, 0), 31)
+
+    def lit_counts(frames: list[list[int]]) -> list[int]:
+        return [lit_by_frame[tuple(f)] for f in frames if tuple(f) in lit_by_frame]
+
+    async def until(done: Callable[[], bool], timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not done() and time.monotonic() < deadline:  # noqa: ASYNC110 - the ring's own thread writes the frames
+            await asyncio.sleep(0.05)
+        return done()
+
+    try:
+        async with running_device(tmp_path, [*WAKEWORD, GRAMMAR, *RING], pin_factory=factory) as device:
+            daemon = device.daemon
+            assert daemon._ring is not None and daemon.timers is not None and daemon.conversation is not None
+            assert daemon.conversation.state is State.IDLE  # waiting for the wake word: the ring is dark
+            assert lit_counts(strip.frames) == []
+            await daemon.timers.handle("set", "tea", 20.0)
+            assert await until(lambda: 12 in lit_counts(strip.frames), 5), "no countdown on the ring"
+            # A turn in between: the ring shows it, then the countdown again once idle.
+            device.say(WAKE_PHRASE, after_s=0.5)
+            await device.wait_for(EventType.WAKE_WORD, name="okay_nabu")
+            device.say("how long is left", after_s=0.6)
+            heard = await device.wait_for(EventType.TRANSCRIPT_USER)
+            assert heard.data["text"] == "how long is left"
+            await device.wait_for(EventType.REPLY_DONE, status="completed")
+            said = " ".join(e.data["text"] for e in device.of(EventType.TRANSCRIPT_AGENT))
+            assert "The tea timer has" in said, said
+            assert await until(lambda: daemon.conversation is not None
+                               and daemon.conversation.state is State.IDLE, 20)
+            assert listening in strip.frames, "the turn's pattern never covered the countdown"
+            after_turn = len(strip.frames)
+            assert await until(lambda: len(set(lit_counts(strip.frames[after_turn:]))) >= 2, 10), \
+                lit_counts(strip.frames)
+            lit = lit_counts(strip.frames)
+            # full when set, then fewer LEDs as the seconds pass (20 s on 12 LEDs)
+            assert lit[0] == 12 and lit == sorted(lit, reverse=True), lit
+            before = len(strip.frames)
+            await daemon.timers.handle("cancel", "tea")
+            assert await until(lambda: idle in strip.frames[before:], 5), "the ring did not go back to idle"
+            dark = before + strip.frames[before:].index(idle)
+            await asyncio.sleep(1.5)  # the timers' once-a-second pass draws no countdown again
+            assert lit_counts(strip.frames[dark:]) == []
+            assert strip.frames[-1] == idle and daemon._ring.countdown is None
+    finally:
+        strip.close()
+        factory.reset()
+        Device.pin_factory = previous
 
 
 async def test_timers_survive_a_restart(tmp_path: Path, broker: Broker) -> None:
