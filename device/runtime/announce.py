@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from edgevoice.audio.speaking.earcons import Earcon, earcon_pcm
 from edgevoice.device.mqtt.remote import BusyError
 from edgevoice.device.runtime.state import State
+from edgevoice.device.runtime.turns import new_id, once
+from edgevoice.device.speaking.reply import ReplyStatus
 from edgevoice.errors import EdgeVoiceError
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ class Announcer:
         audio = await self._fetch(item.url) if item.url else None  # before waiting: fail early
         async with self._lock:
             started = time.monotonic()
-            interrupted = ""
+            interrupted = waited_for = ""
             if item.urgent:
                 if conversation.state in (State.THINKING, State.SPEAKING):
                     interrupted = str(conversation.state)
@@ -79,27 +81,34 @@ class Announcer:
                     await conversation.set_muted(True)
                     await conversation.set_muted(False)
             else:
-                idle = await self._until(lambda: conversation.state is State.MUTED or (
-                    conversation.state is State.IDLE and not speaker.is_playing()
-                    and not conversation.front.listener.in_turn), item.wait_s)
+                waited_for = _engaged_in(conversation, speaker)
+                idle = await self._until(lambda: not _engaged_in(conversation, speaker), item.wait_s)
                 if not idle:
                     raise BusyError(f"the device was still {conversation.state} after {item.wait_s:g} s; "
                                     "send the announcement again, or with priority \"urgent\"")
             waited = time.monotonic() - started
             speaker.enqueue(earcon_pcm(Earcon.ANNOUNCE, self._daemon.config.earcons.level),
                             utterance_id="earcon:announce", kind="earcon")
+            muted = conversation.state is State.MUTED
             if audio is not None:
                 speaker.enqueue(audio, utterance_id="announce-audio", kind="earcon")
                 await self._until(lambda: not speaker.is_playing())
+                heard_out = muted or conversation.state is State.IDLE
+            elif muted:
+                # The mute is the microphone's, not the loudspeaker's, but the state machine
+                # takes no `say` while muted (it would answer "played" and speak nothing):
+                # speak past it. Nobody can barge in, the listener is off.
+                outcome = await conversation.replies.speak(once(item.text), new_id("announce"))
+                heard_out = outcome.status is ReplyStatus.COMPLETED
             else:
                 await conversation.say(item.text)
                 await self._until(lambda: conversation.state not in (State.THINKING, State.SPEAKING))
-            heard_out = conversation.state is State.IDLE
+                heard_out = conversation.state is State.IDLE
             listening = False
             if item.then_listen and heard_out:
                 listening = await self._open_turn(conversation)
-        return {"played": True, "waited_s": round(waited, 3), "interrupted": interrupted or None,
-                "barged_in": not heard_out, "listening": listening}
+        return {"played": True, "waited_s": round(waited, 3), "waited_for": waited_for or None,
+                "interrupted": interrupted or None, "barged_in": not heard_out, "listening": listening}
 
     async def listen(self) -> dict[str, Any]:
         conversation, _ = self._parts()
@@ -164,6 +173,21 @@ class Announcer:
         except EdgeVoiceError as err:
             raise AnnounceError(f"{url} is not a PCM WAV file the device can play ({err.message}); "
                                 "announce WAV audio or use text") from err
+
+
+def _engaged_in(conversation: Any, speaker: Any) -> str:
+    """What a normal announcement must wait for: the state of the turn in progress
+    ("listening" also while idle with the listener's turn open, "speaking" while an
+    earcon still plays), or "" when the device is free (idle, or muted: the mic is off,
+    nobody can be cut off)."""
+    state: State = conversation.state
+    if state is State.MUTED:
+        return ""
+    if state is not State.IDLE:
+        return str(state)
+    if conversation.front.listener.in_turn:  # a plain read; the front-end thread writes it
+        return str(State.LISTENING)
+    return str(State.SPEAKING) if speaker.is_playing() else ""
 
 
 def _state_of(conversation: Any) -> State:
