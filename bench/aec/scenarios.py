@@ -87,13 +87,16 @@ class Scenario:
     near_alone: tuple[float, float]
 
 
-def _rir(room_dim: list[float], t60: float, src: list[float], mic: list[float]) -> np.ndarray:
+def _rir(room_dim: list[float], t60: float, src: list[float], mic: list[float],
+         directivity: object = None) -> np.ndarray:
+    """``directivity``: a pyroomacoustics source directivity (bench/aec_rooms aims its
+    loudspeakers); None is omnidirectional."""
     import pyroomacoustics as pra
 
     absorption, max_order = pra.inverse_sabine(t60, room_dim)
     room = pra.ShoeBox(room_dim, fs=RATE, materials=pra.Material(absorption),
                        max_order=min(max_order, 40), air_absorption=False)
-    room.add_source(src)
+    room.add_source(src, directivity=directivity)
     room.add_microphone(np.array(mic)[:, None])
     room.compute_rir()
     rir = np.asarray(room.rir[0][0], dtype=np.float64)
