@@ -8,7 +8,10 @@ answered by ``here``; ``bye`` on a clean stop), claim each wake word they hear
 others' claims at most ``[arbitration] window_ms``, and only while some device it knows
 in the room has not claimed yet; a winner also waits for the word of each device it
 beat (a second window at most); with no broker, or nobody else in the room, it answers
-at once. Runs on the event loop; paho's thread hands messages over.
+at once. A device that has not heard the wake word when a claim arrives, and could not
+beat it (``claim_bound``), says ``pass`` with that bound at once, so the winner need not
+wait for its detector; it then stands down if it hears the wake word after all. Runs on
+the event loop; paho's thread hands messages over.
 """
 
 from __future__ import annotations
@@ -42,20 +45,27 @@ class WakeArbiter:
         window_ms: int,
         publish: Callable[[bytes], bool],
         clock: Callable[[], float] = time.monotonic,
+        claim_bound: Callable[[], float] | None = None,
     ) -> None:
         """``publish(payload)`` sends on ``topic`` and returns whether the broker is
-        connected (a claim that cannot be sent is not waited for)."""
+        connected (a claim that cannot be sent is not waited for). ``claim_bound()`` is
+        the highest claim this device could make for a wake word being said now (None:
+        never pass; it then claims or stays silent as the others wait)."""
         self.device_id = device_id
         self.topic = topic
         self.window_ms = window_ms
         self._publish = publish
         self._clock = clock
+        self.claim_bound = claim_bound
         self.room = Room(device_id, expiry_s=PEER_EXPIRY_S)
         self._election: Election | None = None
         self._changed: asyncio.Event | None = None
         self._hello_task: asyncio.Task[None] | None = None
         self.elections = 0
         self.stood_down = 0
+        self.passes = 0
+        self.last_passed = False  # the last claim() stood down because this device had passed
+        self.last_pass_bound: float | None = None  # the bound it last passed with
 
     # --- lifecycle (event loop) ---------------------------------------------------------
 
@@ -119,6 +129,30 @@ class WakeArbiter:
                 self._election.add(claim)
                 if self._changed is not None:
                     self._changed.set()
+            else:
+                self._maybe_pass(claim, now)
+        elif kind == "pass":
+            try:
+                bound = float(body["bound"])
+            except (KeyError, TypeError, ValueError):
+                return
+            self.room.heard_pass(device, bound, now, horizon_s=2 * self.window_ms / 1000)
+            if self._election is not None:
+                self._election.passed(device, bound)
+                if self._changed is not None:
+                    self._changed.set()
+
+    def _maybe_pass(self, claim: Claim, now: float) -> None:
+        bound = self.claim_bound() if self.claim_bound is not None else None
+        if not self.room.should_pass(claim, bound):
+            return
+        assert bound is not None
+        self.room.passed(now, horizon_s=2 * self.window_ms / 1000)
+        self.passes += 1
+        self.last_pass_bound = bound
+        self._send({"type": "pass", "bound": round(bound, 6)})
+        _LOGGER.debug("wake word: passing on %s's claim %.4g (could claim %.4g at most)",
+                      claim.device, claim.score, bound)
 
     # --- a wake word --------------------------------------------------------------------
 
@@ -128,6 +162,11 @@ class WakeArbiter:
         me = Claim(self.device_id, float(score), now)
         election = self.room.open(me, self.window_ms / 1000)
         self.elections += 1
+        self.last_passed = election.bound_by_pass
+        if election.bound_by_pass:  # we passed on a better claim: keep our word, say nothing
+            self.stood_down += 1
+            _LOGGER.info("wake word: standing down (passed on %s's claim)", election.winner().device)
+            return Verdict.STAND_DOWN
         if not self._send({"type": "claim", "score": round(float(score), 6)}) or self.window_ms <= 0:
             return Verdict.ANSWER  # no broker: answer exactly as without arbitration
         self._election = election

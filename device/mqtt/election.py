@@ -17,6 +17,15 @@ told from when they arrived, so every loser is waited for, not only the "earlier
 A loser that stays silent for a second window (gone with its connection) is not waited
 for any longer: the device answers rather than leave the room silent.
 
+A device that has not heard the wake word (yet) when a claim arrives can **pass**: it
+says the highest claim it could still make (its ``bound``: a wake probability of 1 ×
+its own speech level with a margin), when that is below the claim. A device waits for
+those who passed below its own claim no more than for those who stood down, so the winner
+need not wait for a quieter device's detector to catch up (which took up to ~130 ms).
+A device that passed keeps its word: if it then hears the wake word itself within two
+windows, it stands down without claiming, so a bound that proved low costs which device
+answers, never that one does.
+
 No clock and no I/O: times (seconds, any monotonic origin) are passed in.
 """
 
@@ -53,6 +62,8 @@ class Election:
     window_s: float
     claims: dict[str, Claim] = field(default_factory=dict)
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # what the others decided
+    passes: dict[str, float] = field(default_factory=dict)  # device -> the bound it passed with
+    bound_by_pass: bool = False  # this device passed on a claim of this wake word
 
     @property
     def deadline(self) -> float:
@@ -84,6 +95,14 @@ class Election:
         if device in self.claims:
             self.verdicts[device] = verdict
 
+    def passed(self, device: str, bound: float) -> None:
+        """Another device passed: it will not claim above ``bound`` for this wake word."""
+        if device != self.me.device and device not in self.claims:
+            self.passes[device] = min(bound, self.passes.get(device, bound))
+
+    def _passed_below_me(self) -> set[str]:
+        return {device for device, bound in self.passes.items() if bound < self.me.score}
+
     def winner(self) -> Claim:
         best = self.me
         for claim in self.claims.values():
@@ -93,12 +112,12 @@ class Election:
 
     def decide(self, now: float) -> Verdict | None:
         """The verdict, or None to keep waiting (until :meth:`next_check`)."""
-        if Verdict.ANSWER in self.verdicts.values():
+        if self.bound_by_pass or Verdict.ANSWER in self.verdicts.values():
             return Verdict.STAND_DOWN
         if any(claim.beats(self.me) for claim in self.claims.values()):
             return Verdict.STAND_DOWN
         unconfirmed = [d for d in self.claims if self.verdicts.get(d) is not Verdict.STAND_DOWN]
-        everyone = not self.peers or self.peers <= set(self.claims)
+        everyone = not self.peers or self.peers <= set(self.claims) | self._passed_below_me()
         if not unconfirmed and (everyone or now >= self.deadline):
             return Verdict.ANSWER
         if now >= self.give_up_at:
@@ -116,6 +135,8 @@ class Room:
     seen: dict[str, float] = field(default_factory=dict)  # device -> last heard of
     recent: list[Claim] = field(default_factory=list)
     recent_verdicts: list[tuple[str, Verdict, float]] = field(default_factory=list)
+    recent_passes: list[tuple[str, float, float]] = field(default_factory=list)  # device, bound, at
+    my_passes: list[float] = field(default_factory=list)  # when this device passed
 
     def present(self, device: str, now: float) -> None:
         if device != self.me:
@@ -140,6 +161,24 @@ class Room:
         self.recent_verdicts = [v for v in self.recent_verdicts if at - v[2] <= horizon_s]
         self.recent_verdicts.append((device, verdict, at))
 
+    def should_pass(self, claim: Claim, bound: float | None) -> bool:
+        """Whether to pass on ``claim`` (a claim from another device, while this one is
+        in no election of its own): only when the highest claim it could still make is
+        below it."""
+        return claim.device != self.me and bound is not None and bound < claim.score
+
+    def passed(self, at: float, horizon_s: float) -> None:
+        """This device passed at ``at``: it will stand down on its own detection."""
+        self.my_passes = [t for t in self.my_passes if at - t <= horizon_s]
+        self.my_passes.append(at)
+
+    def heard_pass(self, device: str, bound: float, at: float, horizon_s: float) -> None:
+        if device == self.me:
+            return
+        self.present(device, at)
+        self.recent_passes = [p for p in self.recent_passes if at - p[2] <= horizon_s]
+        self.recent_passes.append((device, bound, at))
+
     def open(self, me: Claim, window_s: float) -> Election:
         """An election for this device's own claim, with the claims and verdicts that
         arrived before it (within two windows: the claimant may still be waiting on others)."""
@@ -151,4 +190,8 @@ class Room:
             claimed = election.claims.get(device)
             if claimed is not None and at >= claimed.at:  # about that claim, not an older one
                 election.told(device, verdict)
+        for device, bound, at in self.recent_passes:
+            if 0 <= me.at - at <= 2 * window_s:
+                election.passed(device, bound)
+        election.bound_by_pass = any(0 <= me.at - t <= 2 * window_s for t in self.my_passes)
         return election

@@ -122,3 +122,29 @@ async def test_it_holds_with_50_ms_of_broker_latency(broker: Broker, tmp_path: P
                 await asyncio.sleep(0.6)
     finally:
         proxy.stop()
+
+
+async def test_a_quieter_device_passes_so_the_winner_need_not_wait_for_its_detector(
+        broker: Broker, tmp_path: Path) -> None:
+    async with AsyncExitStack() as stack:
+        bridges = [await stack.enter_async_context(room_device(broker, u, tmp_path))
+                   for u in ("dev1", "dev2", "dev3")]
+        await know_each_other(bridges)
+        loud, quiet, busy = (arbiter(b) for b in bridges)
+        quiet.claim_bound = lambda: 0.2  # it hears the talker, but far quieter
+        busy.claim_bound = lambda: 0.0  # in a turn of its own: it will not claim
+        started = time.monotonic()
+        assert await loud.claim(0.6) is Verdict.ANSWER
+        waited = time.monotonic() - started
+        # Without the passes it would wait for both to claim, or for the 250 ms window.
+        assert waited < 0.1, waited
+        assert await await_until(lambda: quiet.passes == 1 and busy.passes == 1, 2)
+        # The quieter device's detector fires 150 ms later, with a score that would beat
+        # the winner's: it passed, so it stands down, without a claim or a sound.
+        await asyncio.sleep(0.15)
+        assert await quiet.claim(0.9) is Verdict.STAND_DOWN
+        assert quiet.last_passed
+        await asyncio.sleep(0.6)  # a later wake word is its own election again
+        quiet.claim_bound = None
+        results = await wake_together(bridges, [0.3, 0.7, 0.1], [0.0, 0.0, 0.0])
+        assert [v for v, _ in results] == [Verdict.STAND_DOWN, Verdict.ANSWER, Verdict.STAND_DOWN]

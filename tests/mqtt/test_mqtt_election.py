@@ -149,3 +149,59 @@ def test_a_verdict_about_an_older_wake_word_does_not_count() -> None:
     assert election.decide(10.0) is None
     election.told("a", Verdict.STAND_DOWN)
     assert election.decide(10.0) is Verdict.ANSWER
+
+
+def test_a_peer_that_passed_below_our_claim_is_not_waited_for() -> None:
+    room = Room("a")
+    room.present("b", 0.0)
+    room.present("c", 0.0)
+    election = room.open(Claim("a", 0.6, 10.0), window_s=0.25)
+    election.passed("b", 0.3)
+    assert election.decide(10.005) is None  # c has neither claimed nor passed
+    election.passed("c", 0.2)
+    assert election.decide(10.006) is Verdict.ANSWER  # long before the window closes
+
+
+def test_a_pass_above_our_claim_does_not_count() -> None:
+    room = Room("a")
+    room.present("b", 0.0)
+    election = room.open(Claim("a", 0.3, 10.0), window_s=0.25)
+    election.passed("b", 0.4)  # it passed on someone else's better claim, not on ours
+    assert election.decide(10.01) is None
+    assert election.decide(10.25) is Verdict.ANSWER  # as without the pass: the window closed
+
+
+def test_a_pass_that_came_before_our_detection_counts() -> None:
+    room = Room("c")
+    room.present("a", 0.0)
+    room.present("b", 0.0)
+    room.heard(Claim("a", 0.5, 9.98), horizon_s=0.5)
+    room.heard_pass("b", 0.2, 9.99, horizon_s=0.5)  # b passed on a's claim
+    election = room.open(Claim("c", 0.7, 10.0), window_s=0.25)
+    assert election.decide(10.0) is None  # a has not said it gave way to us yet
+    election.told("a", Verdict.STAND_DOWN)
+    assert election.decide(10.002) is Verdict.ANSWER
+
+
+def test_a_device_that_passed_stands_down_on_its_own_detection_even_with_a_better_score() -> None:
+    room = Room("b")
+    room.present("a", 0.0)
+    claim = Claim("a", 0.4, 10.0)
+    room.heard(claim, horizon_s=0.5)
+    assert room.should_pass(claim, bound=0.3)
+    room.passed(10.0, horizon_s=0.5)
+    # Its level rose past the bound by the time its own detector fired: it keeps its word.
+    election = room.open(Claim("b", 0.9, 10.1), window_s=0.25)
+    assert election.decide(10.1) is Verdict.STAND_DOWN
+    # A later wake word (more than two windows on) is its own election again.
+    later = room.open(Claim("b", 0.9, 11.0), window_s=0.25)
+    assert later.decide(11.0) is None
+
+
+def test_passes_only_below_the_claim() -> None:
+    room = Room("b")
+    claim = Claim("a", 0.4, 10.0)
+    assert not room.should_pass(claim, bound=0.5)  # it could still win: it waits to claim
+    assert not room.should_pass(claim, bound=0.4)  # a tie could go either way
+    assert not room.should_pass(claim, bound=None)
+    assert not room.should_pass(Claim("b", 0.4, 10.0), bound=0.1)  # its own claim echoed back

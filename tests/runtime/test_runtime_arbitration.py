@@ -121,8 +121,68 @@ async def test_the_button_is_never_arbitrated(tmp_path: Path, broker: Broker) ->
             assert await await_until(lambda: "dev2" in arbiter.room.peers(time.monotonic()), 10)
             factory.pin(17).drive_low()  # a louder device in the room does not matter
             await device.wait_for(EventType.STATE_CHANGED, state="listening")
+            assert arbiter.claim_bound is not None
+            assert arbiter.claim_bound() == 0.0  # in a turn of its own it could claim nothing
             factory.pin(17).drive_high()
             assert device.of(ARBITRATED_EVENT) == [] and peer.claims_seen == []
+    finally:
+        peer.close()
+        observer.close()
+
+
+class PassWatcher(Observer):
+    """Another device of the room that claims when told to and records what dev1 says."""
+
+    def __init__(self, broker: Broker) -> None:
+        super().__init__(broker, "dev2")
+        self.heard: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.client.on_message = self._record
+
+    def _record(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        body = json.loads(message.payload)
+        if body.get("device") != "dev1":
+            return
+        if body.get("type") == "hello":
+            client.publish(TOPIC, json.dumps({"type": "here", "device": "dev2"}))
+        with self.lock:
+            self.heard.append(body)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for b in self.heard if b.get("type") == kind]
+
+
+async def test_a_device_that_cannot_beat_a_claim_passes_then_stands_down_on_its_own_detection(
+        tmp_path: Path, broker: Broker) -> None:
+    observer = Observer(broker)
+    command = Commands(observer, "dev1")
+    peer = PassWatcher(broker)
+    peer.subscribe(TOPIC)
+    try:
+        # The widest window: the room runs faster than the wall clock, and the device must
+        # hear the wake word within two windows of its pass for the pass to bind it.
+        overrides = [*device_overrides(broker, "dev1"), *ROOM, "arbitration.window_ms=2000"]
+        async with running_device(tmp_path, overrides) as device:
+            await command.online()
+            arbiter = device.daemon.mqtt.arbiter
+            assert arbiter is not None and arbiter.claim_bound is not None
+            assert await await_until(lambda: "dev2" in arbiter.room.peers(time.monotonic()), 10)
+            assert arbiter.claim_bound() < 0.01  # an idle, silent room: it could claim very little
+            peer.client.publish(TOPIC, json.dumps({"type": "claim", "device": "dev2", "score": 0.5}))
+            assert await await_until(lambda: peer.of("pass"), 10), peer.heard
+            assert peer.of("pass")[0]["bound"] < 0.5
+            device.say(WAKE_PHRASE, after_s=0.2)
+            await device.wait_for(EventType.WAKE_WORD)
+            verdict = await device.wait_for(ARBITRATED_EVENT)
+            # It keeps its word: no claim, no wait, no turn, no sound.
+            assert verdict.data["verdict"] == "stand_down" and verdict.data["passed"] is True
+            assert verdict.data["waited_ms"] < 20
+            assert peer.of("claim") == []
+            states = [e.data["state"] for e in device.of(EventType.STATE_CHANGED)]
+            assert "listening" not in states
+            assert device.daemon.speaker is not None
+            assert device.daemon.speaker.progress("earcon:wake") == []
     finally:
         peer.close()
         observer.close()
