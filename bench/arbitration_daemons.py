@@ -198,7 +198,10 @@ class Outcome:
     stood_down: tuple[str, ...]
     added_ms: float | None  # the one winner's claim-to-verdict wait
     spread_ms: float | None  # first to last detection, on the wall clock (what a winner waits out)
+    passed: int  # devices that passed on a better claim before their own detection
+    best_answered: bool | None  # the answer came from the highest score any device had
     odd: tuple[str, ...]  # what should not happen: two detections, a turn that did not end
+    arbitrated: dict[str, dict[str, Any]] = field(default_factory=dict)  # each device's wake.arbitrated
 
 
 def outcome(children: list[Child], start: float, stuck: list[str]) -> Outcome:
@@ -207,13 +210,16 @@ def outcome(children: list[Child], start: float, stuck: list[str]) -> Outcome:
     stood_down: list[str] = []
     odd = [f"{user}: turn did not end" for user in stuck]
     waited: dict[str, float] = {}
+    scores: dict[str, float] = {}
+    arbitrated: dict[str, dict[str, Any]] = {}
+    passed = 0
     heard_at: list[float] = []
     for child in children:
         events = child.since(start)
-        # one detection per audio time: the daemon emits input.wake_word twice for each
-        # (the listener's event announced, then the conversation's own)
+        # one detection per audio time (daemons before December 2026 emitted input.wake_word twice)
         wakes = sorted({e["data"]["audio_s"] for e in events if e["type"] == WAKE_EVENT})
         verdicts = [e for e in events if e["type"] == ARBITRATED_EVENT]
+        verdicts_at = [e["mono"] for e in verdicts]
         listening = [e for e in events if e["type"] == "state.changed" and e["data"]["state"] == "listening"]
         detected += bool(wakes)
         heard_at += [e["mono"] for e in events if e["type"] == WAKE_EVENT][:1]
@@ -226,6 +232,9 @@ def outcome(children: list[Child], start: float, stuck: list[str]) -> Outcome:
         if verdicts:
             verdict = verdicts[0]["data"]
             waited[child.user] = float(verdict["waited_ms"])
+            scores[child.user] = float(verdict["score"])
+            arbitrated[child.user] = {**verdict, "mono": verdicts_at[0]}
+            passed += bool(verdict.get("passed"))
             if verdict["verdict"] == "stand_down":
                 stood_down.append(child.user)
                 if listening:
@@ -236,7 +245,9 @@ def outcome(children: list[Child], start: float, stuck: list[str]) -> Outcome:
                    if e["type"] in ("audio.xrun", "audio.queue_dropped", "error"))
     added = waited.get(answered[0]) if len(answered) == 1 else None
     spread = round((max(heard_at) - min(heard_at)) * 1000, 1) if len(heard_at) > 1 else None
-    return Outcome(detected, tuple(answered), tuple(stood_down), added, spread, tuple(odd))
+    best = (scores.get(answered[0], -1.0) >= max(scores.values())) if len(answered) == 1 and scores else None
+    return Outcome(detected, tuple(answered), tuple(stood_down), added, spread, passed, best,
+                   tuple(odd), arbitrated)
 
 
 async def one_wake(children: list[Child], scene: Scene, phrase_s: float) -> Outcome:
@@ -271,6 +282,8 @@ def summary(results: list[Outcome]) -> dict[str, Any]:
         "missed": sum(r.detected == 0 for r in results),
         "ref_exactly_one_pct": 100 * sum(r.detected == 1 for r in results) / n,
         "spread_p50_ms": statistics.median(spread) if spread else float("nan"),
+        "passed": sum(r.passed for r in results),
+        "best_answered_pct": 100 * sum(bool(r.best_answered) for r in results) / n,
         "odd": [o for r in results for o in r.odd],
     }
 
@@ -295,7 +308,7 @@ async def run_config(folder: Path, broker: Broker, devices: int, latency_ms: flo
                     r = results[-1]
                     print(f"#   {label} {devices} dev {latency_ms:g} ms wake {k + 1}/{len(wakes)}: "
                           f"detected {r.detected}, answered {list(r.answered)}, added {r.added_ms} ms, "
-                          f"spread {r.spread_ms} ms"
+                          f"spread {r.spread_ms} ms, passed {r.passed}, best {r.best_answered}"
                           + (f", odd {list(r.odd)}" if r.odd else ""), file=sys.stderr, flush=True)
                 rows.append({"set": label, "devices": devices, "latency_ms": latency_ms,
                              **summary(results), "outcomes": [r.__dict__ for r in results]})
@@ -332,13 +345,14 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     print(f"wake phrase {phrase_s:.2f} s; window 250 ms", file=sys.stderr)
     print("| set | devices | broker latency (ms) | wakes | exactly one answers | none | two+ | "
           "added p50 (ms) | added p95 (ms) | added max (ms) | missed | no arbitration: exactly one | "
-          "detections spread p50 (ms) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "detections spread p50 (ms) | passes | best score answered |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in sorted(rows, key=lambda r: (r["set"] != "dev", r["devices"], r["latency_ms"])):
         print(f"| {r['set']} | {r['devices']} | {r['latency_ms']:g} | {r['wakes']} "
               f"| {r['exactly_one_pct']:.1f} % | {r['none']} | {r['several']} "
               f"| {r['added_p50_ms']:.1f} | {r['added_p95_ms']:.1f} | {r['added_max_ms']:.1f} "
-              f"| {r['missed']} | {r['ref_exactly_one_pct']:.1f} % | {r['spread_p50_ms']:.1f} |")
+              f"| {r['missed']} | {r['ref_exactly_one_pct']:.1f} % | {r['spread_p50_ms']:.1f} "
+              f"| {r['passed']} | {r['best_answered_pct']:.1f} % |")
     odd = [(r["set"], r["devices"], r["latency_ms"], o) for r in rows for o in r["odd"]]
     if odd:
         print("\nOdd:\n" + "\n".join(f"- {s} {d} devices {lat:g} ms: {o}" for s, d, lat, o in odd))

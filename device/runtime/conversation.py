@@ -337,9 +337,7 @@ class Conversation:
             if self._turn is not None:
                 self._turn.timeline.mark(Mark.SPEECH_END, event.t)
                 self._turn.timeline.mark(Mark.ENDPOINT, event.detected)
-        elif isinstance(event, WakeWordDetected):
-            self.bus.emit(EventType.WAKE_WORD, name=event.name, audio_s=round(event.t, 3),
-                          probability=round(event.probability, 3))
+        elif isinstance(event, WakeWordDetected):  # announced above, once, as the listener made it
             if self.arbiter is not None and self.state is State.IDLE and not await self.arbiter(event):
                 # Another device answers: drop the turn the listener opened, silently.
                 self._stood_down = True

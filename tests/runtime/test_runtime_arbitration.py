@@ -67,6 +67,7 @@ async def test_alone_in_the_room_the_wake_word_is_answered_at_once(tmp_path: Pat
             assert verdict.data["verdict"] == "answer"
             assert verdict.data["waited_ms"] < 20  # nobody else in the room: no wait
             await device.wait_for(EventType.STATE_CHANGED, state="listening")
+            assert len(device.of(EventType.WAKE_WORD)) == 1  # one detection, one event
     finally:
         observer.close()
 
