@@ -89,6 +89,7 @@ class ChunkState:
     finish_reason: str | None = None
     heartbeats: int = 0
     calls: dict[int, _PartialCall] = field(default_factory=dict)
+    said: list[str] = field(default_factory=list)  # the text deltas (spoken as they came)
 
     def feed(self, chunk: Any) -> str:
         """Take one parsed ``data:`` object; return its text delta ("" for heartbeats)."""
@@ -112,6 +113,7 @@ class ChunkState:
             self._feed_tool_call(piece)
         content = delta.get("content")
         if isinstance(content, str) and content:
+            self.said.append(content)
             return content
         self.heartbeats += 1
         return ""
@@ -120,7 +122,12 @@ class ChunkState:
         if not isinstance(piece, dict):
             raise AgentBadReplyError(f"{WHAT} sent a malformed tool_calls entry")
         index = piece.get("index", 0)
-        partial = self.calls.setdefault(int(index), _PartialCall())
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise AgentBadReplyError(
+                f"{WHAT} sent a tool_calls entry whose index is {index!r}, not an integer; is "
+                "base_url an OpenAI-compatible endpoint?"
+            )
+        partial = self.calls.setdefault(index, _PartialCall())
         if piece.get("id"):
             partial.id = str(piece["id"])
         function = piece.get("function") or {}
@@ -174,9 +181,11 @@ class OpenAiClient(AgentClient):
             calls = state.tool_calls()
             if not calls:
                 return
+            # What the model said before its calls was spoken: the next round must know it,
+            # or it says it again.
             messages.append({
                 "role": "assistant",
-                "content": None,
+                "content": "".join(state.said) or None,
                 "tool_calls": [
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                     for c in calls

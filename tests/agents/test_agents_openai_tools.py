@@ -14,10 +14,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.device_harness import PHRASES, running_device, voice
 from support.openai_tools_server import tool_calling_server
 
 from edgevoice.device.agents import RecordingActions, UserTurn, build_agent
+from edgevoice.device.agents.errors import AgentBadReplyError
 from edgevoice.device.config.loader import build_config
 from edgevoice.device.events import EventType
 from edgevoice.device.timers.service import TimerService
@@ -116,10 +118,11 @@ class ServiceActions(RecordingActions):
         return await self.service.handle(action, name, seconds)
 
 
-async def timer_client_reply(tmp_path: Path, plan: Any, text: str) -> tuple[str, TimerService, Any]:
+async def timer_client_reply(tmp_path: Path, plan: Any, text: str,
+                             **options: Any) -> tuple[str, TimerService, Any]:
     service = TimerService(tmp_path, ring=lambda: None, on_ringing=lambda _on: None,
                            emit=lambda *_a, **_k: None)
-    async with tool_calling_server(plan) as (base_url, model):
+    async with tool_calling_server(plan, **options) as (base_url, model):
         config = build_config([("t", {"llm": {"provider": "openai"},
                                       "openai": {"base_url": base_url, "model": "test"}})])
         client = build_agent(config, ServiceActions(service))
@@ -157,3 +160,34 @@ async def test_a_call_the_timer_service_refuses_is_told_to_the_model(tmp_path: P
     [result] = model.tool_results(1)
     assert result["content"] == {"error": "set needs a duration"}
     assert service.book.timers == ()
+
+
+async def test_what_the_model_said_before_its_call_is_spoken_and_sent_back_with_the_call(
+        tmp_path: Path) -> None:
+    def one(_text: str) -> list[tuple[str, dict[str, Any]]]:
+        return [("timer", {"action": "set", "seconds": 300})]
+
+    reply, _service, model = await timer_client_reply(tmp_path, one, "set a timer for five minutes",
+                                                      preamble="Sure, one moment. ")
+    assert reply == "Sure, one moment. A timer for 5 minutes, starting now."
+    # The next round's history has it, so the model does not say it again.
+    asked = model.bodies[1]["messages"][-2]
+    assert asked["role"] == "assistant" and asked["tool_calls"]
+    assert asked["content"] == "Sure, one moment. "
+
+
+async def test_a_call_with_no_text_before_it_sends_no_content(tmp_path: Path) -> None:
+    def one(_text: str) -> list[tuple[str, dict[str, Any]]]:
+        return [("timer", {"action": "left"})]
+
+    _reply, _service, model = await timer_client_reply(tmp_path, one, "how long is left")
+    assert model.bodies[1]["messages"][-2]["content"] is None
+
+
+async def test_a_tool_call_index_that_is_not_an_integer_is_a_bad_reply_that_says_so(
+        tmp_path: Path) -> None:
+    def one(_text: str) -> list[tuple[str, dict[str, Any]]]:
+        return [("timer", {"action": "set", "seconds": 60})]
+
+    with pytest.raises(AgentBadReplyError, match="index is 'first', not an integer"):
+        await timer_client_reply(tmp_path, one, "set a timer", bad_index="first")

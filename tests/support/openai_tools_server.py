@@ -50,6 +50,8 @@ def call_pieces(index: int, call_id: str, name: str, arguments: dict[str, Any]) 
 @dataclass
 class ToolCallingModel:
     plan: Plan
+    preamble: str = ""  # streamed word by word before the tool calls ("Let me check.")
+    bad_index: Any = None  # when set, every tool_calls entry carries this index instead
     bodies: list[dict[str, Any]] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -66,8 +68,12 @@ class ToolCallingModel:
         await response.prepare(request)
         await response.write(chunk({"role": "assistant", "content": ""}))
         if last["role"] == "user":
+            for word in re.findall(r"\S+\s*", self.preamble):
+                await response.write(chunk({"content": word}))
             calls = [call_pieces(i, f"call_{next(self._ids)}", name, args)
                      for i, (name, args) in enumerate(self.plan(str(last["content"])))]
+            if self.bad_index is not None:
+                calls = [[{**piece, "index": self.bad_index} for piece in pieces] for pieces in calls]
             # interleaved: call 0's first piece, call 1's first piece, ...
             for pieces in itertools.zip_longest(*calls):
                 for piece in pieces:
@@ -95,9 +101,10 @@ def _ids_of_last_round(messages: list[dict[str, Any]]) -> set[str]:
 
 
 @asynccontextmanager
-async def tool_calling_server(plan: Plan) -> AsyncIterator[tuple[str, ToolCallingModel]]:
-    """The server on 127.0.0.1; yields its ``base_url`` (``.../v1``) and the model."""
-    model = ToolCallingModel(plan)
+async def tool_calling_server(plan: Plan, **options: Any) -> AsyncIterator[tuple[str, ToolCallingModel]]:
+    """The server on 127.0.0.1; yields its ``base_url`` (``.../v1``) and the model
+    (``options``: its ``preamble``, ``bad_index``)."""
+    model = ToolCallingModel(plan, **options)
     app = web.Application()
     app.router.add_post("/v1/chat/completions", model.completions)
     async with serve(app) as url:
