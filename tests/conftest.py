@@ -9,6 +9,21 @@ from typing import Any
 import pytest
 
 
+@pytest.fixture
+def mock_spi_factory() -> Iterator[Any]:
+    """gpiozero's MockFactory, made the default for the test: the mock SPI bus of an LED
+    ring takes its software pins from the default factory."""
+    from gpiozero import Device
+    from gpiozero.pins.mock import MockFactory
+
+    mock = MockFactory()
+    previous = Device.pin_factory
+    Device.pin_factory = mock
+    yield mock
+    mock.reset()
+    Device.pin_factory = previous
+
+
 @pytest.fixture(scope="session")
 def moonshine_engine() -> Iterator[Any]:
     """The bundled Moonshine tiny-en, loaded once for the whole run (~1 s, ~150 MB)."""

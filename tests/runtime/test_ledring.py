@@ -4,25 +4,12 @@ clock pin, decode to the frame the datasheet describes."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
-from gpiozero import Device
 from gpiozero.pins.mock import MockFactory
 from support.apa102 import Apa102Strip
 
 from edgevoice.device.hardware.gpio import LedPattern
 from edgevoice.device.hardware.ledring import BLUE, LedRing, apa102_frame, pattern_colors
-
-
-@pytest.fixture
-def factory() -> Iterator[MockFactory]:
-    mock = MockFactory()
-    previous = Device.pin_factory
-    Device.pin_factory = mock  # the mock SPI's software pins come from the default factory
-    yield mock
-    mock.reset()
-    Device.pin_factory = previous
 
 
 def test_frame_layout() -> None:
@@ -41,9 +28,9 @@ def test_patterns() -> None:
     assert pattern_colors(LedPattern.OFF, 3, 5) == [(0, 0, 0)] * 3
 
 
-def test_the_ring_clocks_out_the_listening_frame(factory: MockFactory) -> None:
-    strip = Apa102Strip(factory)
-    ring = LedRing(3, brightness=1.0, pin_factory=factory)
+def test_the_ring_clocks_out_the_listening_frame(mock_spi_factory: MockFactory) -> None:
+    strip = Apa102Strip(mock_spi_factory)
+    ring = LedRing(3, brightness=1.0, pin_factory=mock_spi_factory)
     try:
         ring.show(LedPattern.LISTENING)
         expected = apa102_frame([BLUE] * 3, 31)
@@ -58,11 +45,11 @@ def test_the_ring_clocks_out_the_listening_frame(factory: MockFactory) -> None:
     strip.close()
 
 
-def test_a_timer_countdown_shows_while_idle_and_gives_way_to_listening(factory: MockFactory) -> None:
+def test_a_timer_countdown_shows_while_idle_and_gives_way_to_listening(mock_spi_factory: MockFactory) -> None:
     from edgevoice.device.hardware.ledring import AMBER, OFF
 
-    strip = Apa102Strip(factory)
-    ring = LedRing(4, brightness=1.0, pin_factory=factory)
+    strip = Apa102Strip(mock_spi_factory)
+    ring = LedRing(4, brightness=1.0, pin_factory=mock_spi_factory)
     try:
         ring.show_countdown(0.5)
         half = apa102_frame([AMBER, AMBER, OFF, OFF], 31)
@@ -94,11 +81,11 @@ def test_the_ring_points_at_the_talker() -> None:
     assert sum(sum(c) for c in colors[2:5]) > sum(sum(c) for c in colors[5:])
 
 
-def test_the_listening_ring_turns_to_the_talker_and_forgets_them_after(factory: MockFactory) -> None:
+def test_the_listening_ring_turns_to_the_talker_and_forgets_them_after(mock_spi_factory: MockFactory) -> None:
     from edgevoice.device.hardware.ledring import direction_colors
 
-    strip = Apa102Strip(factory)
-    ring = LedRing(6, brightness=1.0, pin_factory=factory, first_led_deg=60.0)
+    strip = Apa102Strip(mock_spi_factory)
+    ring = LedRing(6, brightness=1.0, pin_factory=mock_spi_factory, first_led_deg=60.0)
     pointing = apa102_frame(direction_colors(180.0, 6, 60.0), 31)
     plain = apa102_frame([BLUE] * 6, 31)
 

@@ -4,10 +4,7 @@ Home Assistant's (ESPHome) each keep their own, HA's goes first, a pattern cover
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
-from gpiozero import Device
 from gpiozero.pins.mock import MockFactory
 from support.apa102 import Apa102Strip
 
@@ -21,16 +18,6 @@ from edgevoice.device.hardware.ledring import (
 )
 
 
-@pytest.fixture
-def factory() -> Iterator[MockFactory]:
-    mock = MockFactory()
-    previous = Device.pin_factory
-    Device.pin_factory = mock  # the mock SPI's software pins come from the default factory
-    yield mock
-    mock.reset()
-    Device.pin_factory = previous
-
-
 def _shows(strip: Apa102Strip, colors: list[tuple[int, int, int]], since: int = 0) -> bool:
     frame = apa102_frame(colors, 31)
     deadline = time.monotonic() + 5
@@ -39,9 +26,10 @@ def _shows(strip: Apa102Strip, colors: list[tuple[int, int, int]], since: int = 
     return frame in strip.frames[since:]
 
 
-def test_home_assistants_countdown_goes_first_and_its_end_leaves_the_devices(factory: MockFactory) -> None:
-    strip = Apa102Strip(factory)
-    ring = LedRing(4, brightness=1.0, pin_factory=factory)
+def test_home_assistants_countdown_goes_first_and_its_end_leaves_the_devices(
+        mock_spi_factory: MockFactory) -> None:
+    strip = Apa102Strip(mock_spi_factory)
+    ring = LedRing(4, brightness=1.0, pin_factory=mock_spi_factory)
     try:
         ring.show_countdown(0.75, CountdownSource.DEVICE)
         assert _shows(strip, countdown_colors(0.75, 4))
