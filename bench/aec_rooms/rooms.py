@@ -17,7 +17,9 @@ occurs 12-30 times over the 60 rooms; the numbers are uniform within their range
 - bulk delay 0-300 ms; clock drift none / 5-50 / 75-150 ppm, either sign;
 - the small loudspeaker: a 150-300 Hz high-pass always; a resonance (+4 to +10 dB at
   250-900 Hz, Q 1.5-4) in half the rooms, before the clipping; clipping none / soft
-  (tanh, drive 1.5-3.5) / hard (at 50-90 % of the reference's peak);
+  (tanh, drive 0.5-2.5) / hard (at 60-95 % of the reference's peak): the distortion sits
+  13-60 dB under the loudspeaker's linear output (``loudspeaker_sdr_db``; bench/aec's
+  mild clipping: 26 dB), the resonance driving the cone into it harder;
 - an echo-path change at 17 s while the device talks, over 0.3 s: the device moved
   0.3-1.5 m and turned; a door opened (one wall 1-4 m further away, T60 x 0.8-1.25);
   a person in the direct path (the direct sound's first 2 ms 6-15 dB down and low-passed
@@ -29,7 +31,8 @@ occurs 12-30 times over the 60 rooms; the numbers are uniform within their range
   piper voice (the device's own: the hardest) or one of four espeak-ng voices.
 
 Timeline (seconds): 0-8 far end alone | 8-12 double talk | 12-15 near end alone (scored
-from 12.5) | 15-23 far end alone, the echo path changes at 17.
+from 12.5) | 15-23 far end alone (scored from 16, when the near end's reverberation has
+died away), the echo path changes at 17.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -198,8 +201,13 @@ class Room:
     mic: np.ndarray  # float, echo + near + noise
     near_only: np.ndarray  # near + noise: the mic with the loudspeaker silent
     reference: np.ndarray  # what the loudspeaker was sent
-    near_clean: np.ndarray  # the near end alone at the mic, without noise (PESQ's reference)
-    far_alone: tuple[tuple[float, float], ...] = ((2.0, T_DT), (T_FAR2, T_CHG), (T_CHG + AFTER_S, T_END))
+    near_clean: np.ndarray  # the near end alone at the mic, without noise
+    # from 1 s after the near end's last words (cut at 15 s), once their reverberation has died
+    far_alone: tuple[tuple[float, float], ...] = (
+        (2.0, T_DT),
+        (T_FAR2 + 1.0, T_CHG),
+        (T_CHG + AFTER_S, T_END),
+    )
     after_change: tuple[float, float] = (T_CHG, T_CHG + AFTER_S)
     double_talk: tuple[float, float] = (T_DT, T_NA)
     near_alone: tuple[float, float] = (T_NA + 0.5, T_FAR2)
@@ -273,8 +281,8 @@ def room_specs(seed: int = SEED) -> list[RoomSpec]:
                 clipping=clip,
                 clip_amount={
                     "none": 0.0,
-                    "soft": float(rng.uniform(1.5, 3.5)),
-                    "hard": float(rng.uniform(0.5, 0.9)),
+                    "soft": float(rng.uniform(0.5, 2.5)),
+                    "hard": float(rng.uniform(0.6, 0.95)),
                 }[clip],
                 change=change,
                 change_amount={
@@ -378,6 +386,17 @@ def loudspeaker(spec: RoomSpec, reference: np.ndarray) -> np.ndarray:
     elif spec.clipping == "hard":
         out = np.clip(out, -spec.clip_amount * peak, spec.clip_amount * peak)
     return out
+
+
+def loudspeaker_sdr_db(spec: RoomSpec, reference: np.ndarray) -> float:
+    """How far the loudspeaker's distortion sits below its linear part (dB): the same
+    loudspeaker without clipping, scaled to fit best, against what is left. What a linear
+    filter alone could remove at most, drift and noise aside."""
+    out = loudspeaker(spec, reference)
+    linear = loudspeaker(replace(spec, clipping="none"), reference)
+    gain = float(out @ linear) / float(linear @ linear)
+    rest = out - gain * linear
+    return 10.0 * math.log10(float(linear @ linear) * gain**2 / max(float(rest @ rest), 1e-20))
 
 
 def _shadow(rir: np.ndarray, spec: RoomSpec) -> np.ndarray:

@@ -3,10 +3,11 @@
     .venv/bin/python bench/aec_rooms/run.py                     # all 60 rooms, 4 engines
     .venv/bin/python bench/aec_rooms/run.py --rooms 0,31 --engines edgevoice,none
     .venv/bin/python bench/aec_rooms/run.py --jobs 2 --json /tmp/rooms.json
+    .venv/bin/python bench/aec_rooms/run.py --from-json /tmp/rooms.json   # its tables again
 
 Each engine runs blind in its own child process through bench/aec's runner
 (``run_engine.py``) and is scored with bench/aec's scores (``score.py``), so the figures
-mean what bench/aec's do: echo removed where the far end talks alone (2-8 s, 15-17 s and
+mean what bench/aec's do: echo removed where the far end talks alone (2-8 s, 16-17 s and
 20-23 s: not the 3 s after the change), the same over the 3 s after the echo path changed
 (17-20 s), when the echo came back within 10 dB of that room's steady state, near-end
 loss in double talk and with the near end alone (against the engine's own output on the
@@ -43,6 +44,7 @@ from rooms import (  # type: ignore[import-not-found]  # beside this file
     Room,
     RoomSpec,
     cached_room,
+    loudspeaker_sdr_db,
     room_specs,
     split,
 )
@@ -79,6 +81,8 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
         "{:.1f}",
     ),
     ("(the noise ceiling), lowest room", "ceiling", "min", "", "{:.1f}"),
+    ("(clipping rooms: distortion below the linear part), average", "linear_ceiling", "mean", "", "{:.1f}"),
+    ("(clipping rooms: distortion below the linear part), lowest", "linear_ceiling", "min", "", "{:.1f}"),
     ("CPU ms per s of audio", "cpu", "mean", "≤ 15", "{:.1f}"),
 )
 BREAKDOWN = (
@@ -178,6 +182,9 @@ def score_room(room: Room, engine: str, res: dict[str, np.ndarray]) -> dict[str,
     }
     if room.spec.drift_class == "large":
         scores["erle_drift"] = erle
+    if room.spec.clipping != "none":
+        # what a linear filter alone could remove of this loudspeaker's output
+        scores["linear_ceiling"] = loudspeaker_sdr_db(room.spec, room.reference)
     return scores
 
 
@@ -270,7 +277,9 @@ def worst_rooms(
             r = results[i][engine]
             lines.append(
                 f"  {specs[i].name} {r[key]:.2f} (echo {r['erle']:.1f}, after change "
-                f"{r['after_change']:.1f}, ceiling {r['ceiling']:.1f}): {specs[i].conditions()}"
+                f"{r['after_change']:.1f}, noise ceiling {r['ceiling']:.1f}, "
+                f"distortion {r.get('linear_ceiling', math.inf):.1f}): "
+                f"{specs[i].conditions()}"
             )
     return "\n".join(lines)
 
@@ -283,6 +292,7 @@ def main() -> None:
     parser.add_argument("--rooms", default="", help="comma-separated room indices (default: all)")
     parser.add_argument("--jobs", type=int, default=1, help="rooms in parallel")
     parser.add_argument("--json", default="", help="write every room's scores here")
+    parser.add_argument("--from-json", default="", help="print the tables of a run saved with --json")
     args = parser.parse_args()
     engines = args.engines.split(",")
     specs = room_specs()
@@ -291,6 +301,15 @@ def main() -> None:
     results: dict[int, dict[str, dict[str, float]]] = {}
     load_start = os.getloadavg()
     t0 = time.monotonic()
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())["rooms"]
+        results = {int(name[1:]): room["scores"] for name, room in saved.items() if int(name[1:]) in chosen}
+        for i, scores in results.items():
+            if specs[i].clipping == "none":  # runs before the ceiling was kept for clipping rooms only
+                for engine_scores in scores.values():
+                    engine_scores.pop("linear_ceiling", None)
+        engines = [e for e in engines if all(e in r for r in results.values())]
+        chosen = []
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max(1, args.jobs)) as pool:
         jobs = [pool.submit(_run_room, specs[i], engines, Path(tmp)) for i in chosen]
         for job in jobs:
@@ -315,6 +334,9 @@ def main() -> None:
     val = tuple(i for i in validation if i in results)
     if val and "edgevoice" in engines:
         print(worst_rooms(val, "edgevoice", specs, results))
+    if args.from_json:
+        print(f"\n{len(results)} rooms x {len(engines)} engines, as saved in {args.from_json}")
+        return
     print(
         f"\n{len(results)} rooms x {len(engines)} engines in {elapsed / 60:.1f} min, 23 s each, 16 kHz, "
         "10 ms periods, engines not told the delay. Load average at start / end: "
