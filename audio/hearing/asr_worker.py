@@ -56,7 +56,7 @@ def _serve(conn: Connection, factory: EngineFactory) -> None:
         while True:
             try:
                 message = conn.recv()
-            except EOFError:
+            except (EOFError, ConnectionResetError):  # the parent closed the pipe, or is gone
                 break
             kind = message[0]
             try:
@@ -88,6 +88,8 @@ def _serve(conn: Connection, factory: EngineFactory) -> None:
             except Exception as err:  # one failed call: report it, keep the engine
                 session = None
                 conn.send(("error", sid, f"{type(err).__name__}: {err}"))
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the parent went away mid-answer: nobody to tell
     finally:
         engine.close()
 

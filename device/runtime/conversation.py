@@ -98,6 +98,7 @@ class Conversation:
         self.on_state = on_state
         self.state = State.IDLE
         self._in_reply = False
+        self._reply_since_s = 0.0  # audio clock: when the device last began a reply
         self.clock = clock
         self.counters = Counters()
         self.reports = TurnReports(bus, clock)
@@ -258,8 +259,11 @@ class Conversation:
         if state is self.state:
             return
         previous, self.state = self.state, state
+        in_reply = state in (State.THINKING, State.SPEAKING)
+        if in_reply and not self._in_reply:
+            self._reply_since_s = self.clock.now()
         # Read by the front-end thread (a plain attribute: one atomic store).
-        self._in_reply = state in (State.THINKING, State.SPEAKING)
+        self._in_reply = in_reply
         self._idle.set_busy(state in (State.LISTENING, State.THINKING, State.SPEAKING), time.monotonic())
         if state is State.MUTED:
             self.front.control(lambda listener: listener.set_enabled(False))
@@ -412,6 +416,14 @@ class Conversation:
 
     async def _take_barge_in(self, onset_s: float, frame_s: float | None = None) -> None:
         if self.state not in (State.THINKING, State.SPEAKING):
+            return
+        if frame_s is not None and frame_s < self._reply_since_s:
+            # Decided on audio from before this reply began (the front end runs behind the
+            # audio clock under load): that speech was the person's last turn, dropped or
+            # answered, not someone talking over the device. Forget it and keep listening.
+            _LOGGER.info("barge-in on audio from before the reply (%.2f s < %.2f s): ignored",
+                         frame_s, self._reply_since_s)
+            self.front.run_on_thread(self.barge_in.reset)
             return
         turn = self._turn
         if turn is None or turn.accepted:
