@@ -23,24 +23,43 @@ ROOM = ["device.room=kitchen", "listen.mode=wakeword", "listen.wakeword=okay_nab
 TOPIC = "edgevoice/room/kitchen/wake"
 
 
-class LouderPeer(Observer):
-    """Another device of the room (a real device login) that always claims louder."""
+class RoomPeer(Observer):
+    """Another device of the room (a real device login, dev2): it answers dev1's hello and
+    records everything dev1 says on the room topic."""
 
     def __init__(self, broker: Broker) -> None:
         super().__init__(broker, "dev2")
-        self.claims_seen: list[dict[str, Any]] = []
+        self.heard: list[dict[str, Any]] = []
         self.lock = threading.Lock()
-        self.client.on_message = self._answer
+        self.client.on_message = self._on_message
 
-    def _answer(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+    def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         body = json.loads(message.payload)
-        if body.get("device") == "dev2":
+        if body.get("device") != "dev1":
             return
         if body.get("type") == "hello":
             client.publish(TOPIC, json.dumps({"type": "here", "device": "dev2"}))
-        elif body.get("type") == "claim":
-            with self.lock:
-                self.claims_seen.append(body)
+        with self.lock:
+            self.heard.append(body)
+        self.heard_from_dev1(client, body)
+
+    def heard_from_dev1(self, client: mqtt.Client, body: dict[str, Any]) -> None:
+        """What this peer does about it (nothing more here)."""
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [b for b in self.heard if b.get("type") == kind]
+
+
+class LouderPeer(RoomPeer):
+    """A peer that always claims louder."""
+
+    @property
+    def claims_seen(self) -> list[dict[str, Any]]:
+        return self.of("claim")
+
+    def heard_from_dev1(self, client: mqtt.Client, body: dict[str, Any]) -> None:
+        if body.get("type") == "claim":
             client.publish(TOPIC, json.dumps({"type": "claim", "device": "dev2", "score": 2.0}))
 
 
@@ -131,34 +150,11 @@ async def test_the_button_is_never_arbitrated(tmp_path: Path, broker: Broker) ->
         observer.close()
 
 
-class PassWatcher(Observer):
-    """Another device of the room that claims when told to and records what dev1 says."""
-
-    def __init__(self, broker: Broker) -> None:
-        super().__init__(broker, "dev2")
-        self.heard: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        self.client.on_message = self._record
-
-    def _record(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        body = json.loads(message.payload)
-        if body.get("device") != "dev1":
-            return
-        if body.get("type") == "hello":
-            client.publish(TOPIC, json.dumps({"type": "here", "device": "dev2"}))
-        with self.lock:
-            self.heard.append(body)
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        with self.lock:
-            return [b for b in self.heard if b.get("type") == kind]
-
-
 async def test_a_device_that_cannot_beat_a_claim_passes_then_stands_down_on_its_own_detection(
         tmp_path: Path, broker: Broker) -> None:
     observer = Observer(broker)
     command = Commands(observer, "dev1")
-    peer = PassWatcher(broker)
+    peer = RoomPeer(broker)  # it claims when the test says
     peer.subscribe(TOPIC)
     try:
         # The widest window: the room runs faster than the wall clock, and the device must
