@@ -483,7 +483,10 @@ def main() -> int:
             "smart-turn tuned": (smart_settings(*chosen), 1.0),
             "smart-turn tuned, Pi 4 pace (x4)": (smart_settings(*chosen), PI4_FACTOR),
             "smart-turn as shipped (200 ms, 0.5, 600 ms)": (smart_settings(200, 0.5, 600), 1.0),
+            "smart-turn 200 ms, 0.5, fallback 2000 ms (not tuned: the trade-off)":
+                (smart_settings(200, 0.5, 2000), 1.0),
         }
+        headline: list[str] = []
         report["sets"] = {}
         for set_name in ("tuning", "validation"):
             sweep = tuning_sweep if set_name == "tuning" else {
@@ -514,6 +517,16 @@ def main() -> int:
                           f"| {fmt_ms(smart.p90_delay_ms)} | {100 * smart.complete_by_model:.0f} % "
                           f"| {smart.asked_per_turn:.2f} | {100 * f600.cut_early:.1f} % "
                           f"| {fmt_ms(f600.median_delay_ms)} | {same_ms} | {100 * same.cut_early:.1f} % |")
+                    if cond == "all":
+                        if name == next(iter(configs)):
+                            headline.append(
+                                f"| {set_name} | fixed 600 ms (default) | {100 * f600.cut_early:.1f} % "
+                                f"| {fmt_ms(f600.median_delay_ms)} | {fmt_ms(f600.p90_delay_ms)} |")
+                        headline.append(f"| {set_name} | {name} | {100 * smart.cut_early:.1f} % "
+                                        f"| {fmt_ms(smart.median_delay_ms)} | {fmt_ms(smart.p90_delay_ms)} |")
+                        headline.append(f"| {set_name} | fixed {same_ms} ms (same median) "
+                                        f"| {100 * same.cut_early:.1f} % | {fmt_ms(same.median_delay_ms)} "
+                                        f"| {fmt_ms(same.p90_delay_ms)} |")
                     rows[cond] = {"smart": vars_of(smart), "fixed600": vars_of(f600),
                                   "fixed_same_delay_ms": same_ms, "fixed_same": vars_of(same)}
                 set_report[name] = rows
@@ -524,6 +537,9 @@ def main() -> int:
             set_report["fixed_curve"] = {str(ms): vars_of(s) for ms, s in curve.items()}
             report["sets"][set_name] = set_report
 
+        print("\n## headline (all conditions)\n| set | endpointer | cut early | median delay ms | p90 ms |")
+        print("|---|---|---|---|---|")
+        print("\n".join(headline))
         cpu = sorted(decisions.fresh_cpu_ms)
         if cpu:
             med, p90 = statistics.median(cpu), cpu[min(len(cpu) - 1, int(0.9 * len(cpu)))]
