@@ -24,11 +24,12 @@ RATE = 16000
 
 @pytest.fixture(scope="module")
 def rooms() -> Iterator[ModuleType]:
+    saved = list(sys.path)
     sys.path.insert(0, str(_ROOMS_DIR))
     try:
         yield importlib.import_module("rooms")  # bench/aec_rooms/rooms.py
     finally:
-        sys.path.remove(str(_ROOMS_DIR))
+        sys.path[:] = saved  # rooms.py put bench/aec on the path too: its bench.py, score.py
 
 
 @pytest.fixture(scope="module")
