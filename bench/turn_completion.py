@@ -485,6 +485,8 @@ def main() -> int:
             "smart-turn as shipped (200 ms, 0.5, 600 ms)": (smart_settings(200, 0.5, 600), 1.0),
             "smart-turn 200 ms, 0.5, fallback 2000 ms (not tuned: the trade-off)":
                 (smart_settings(200, 0.5, 2000), 1.0),
+            "smart-turn 200 ms, 0.5, fallback 2000 ms, Pi 4 pace (x4)":
+                (smart_settings(200, 0.5, 2000), PI4_FACTOR),
         }
         headline: list[str] = []
         report["sets"] = {}
