@@ -33,6 +33,9 @@ Turn model (``turn_judge``): when the endpointer asks (a pause of ``turn_check_m
 turn's last 8 s go to the judge, which scores them on its own thread; its answers are
 handed to the endpointer at the start of the next :meth:`Listener.process`, so a turn the
 model calls complete ends one frame after the answer, and the audio thread never waits.
+The early final runs when the model is asked, if that comes before ``early_final_ms``:
+the turn may end as soon as the model answers, and a final pass begun only then would
+stand between the end of the turn and the reply.
 """
 
 from __future__ import annotations
@@ -378,14 +381,18 @@ class Listener:
                 self._resume(len(audio), events)
             elif self._session is not None:
                 self._accept(audio, events)
+        asked = False
         if step.check is not None and self.turn_judge is not None:
             self.turn_judge.ask(step.check.ticket, self.endpointer.turn_tail(WINDOW_SAMPLES))
+            asked = True
         ended = False
         for event in step.events:
             if isinstance(event, TurnEnd):
                 self._end(event, events)
                 ended = True
-        if not ended and self._early_final_due():
+        if not ended and (self._early_final_due() or (asked and self._early_final_possible())):
+            # Asked the model: it may end the turn as soon as it answers, so the final
+            # pass starts now too, or it would start only then and be on the path.
             self._finish_early()
 
     def _accept(self, audio: Pcm, events: list[HearingEvent]) -> None:
@@ -414,10 +421,12 @@ class Listener:
         self._held = []
 
     # --- early final -----------------------------------------------------------------
-    def _early_final_due(self) -> bool:
+    def _early_final_possible(self) -> bool:
         return (self._session is not None and self.early_final_ms > 0 and self.asr is not None
-                and not self.asr.grammar and not self.hold_recognition
-                and self.endpointer.pause_ms >= self.early_final_ms)
+                and not self.asr.grammar and not self.hold_recognition)
+
+    def _early_final_due(self) -> bool:
+        return self._early_final_possible() and self.endpointer.pause_ms >= self.early_final_ms
 
     def _finish_early(self) -> None:
         """The speech has paused ``early_final_ms``: run the final pass now, while the

@@ -142,3 +142,29 @@ def test_a_phrase_grammar_is_matched_whole_at_the_turns_end(asr: RecordingPocket
     stop = stopped(events)
     assert only.audio_s == pytest.approx(stop.detected - stop.audio_start, abs=0.02)
     assert one_final(events).text == "turn on the light"
+
+
+@pytest.mark.parametrize("text", ["What is the weather like tomorrow?"])
+def test_with_a_turn_model_the_final_pass_runs_when_the_model_is_asked(
+    asr: RecordingPocketsphinx, text: str,
+) -> None:
+    """The model may end the turn as soon as it answers (here it never calls it complete,
+    so the turn runs to end_silence_ms): the final pass begins at its question, 200 ms into
+    the pause, not at early_final_ms (300), so it is not on the path when the model ends it."""
+    from edgevoice.audio.hearing.turn_model import TurnWorker
+
+    speech = piper_speech(text)
+    scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 1.5, snr_db=40.0, seed=3)
+    judge = TurnWorker(lambda _pcm: 0.0)
+    try:
+        listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
+                            endpoint=EndpointSettings(end_silence_ms=600, pre_roll_ms=300, turn_check_ms=200),
+                            early_final_ms=300, turn_judge=judge)
+        events = [e for f in frames(scene.audio) for e in listener.process(f)]
+    finally:
+        judge.close()
+    (in_silence,) = asr.finished
+    stop = stopped(events)
+    speech_s = stop.t - stop.audio_start
+    assert in_silence.audio_s == pytest.approx(speech_s + 0.2, abs=0.05)
+    assert one_final(events).text != ""
