@@ -67,8 +67,8 @@ class Announcer:
     async def announce(self, item: Announcement) -> dict[str, Any]:
         conversation, speaker = self._parts()
         audio = await self._fetch(item.url) if item.url else None  # before waiting: fail early
+        started = time.monotonic()  # waited_s counts the queue behind earlier announcements too
         async with self._lock:
-            started = time.monotonic()
             interrupted = waited_for = ""
             if item.urgent:
                 if conversation.state in (State.THINKING, State.SPEAKING):
