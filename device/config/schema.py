@@ -127,6 +127,28 @@ class Config:
     def problems(self) -> list[tuple[str, str]]:
         """Checks across sections: (dotted key, what is wrong and what to do)."""
         found: list[tuple[str, str]] = []
+        audio = self.audio
+        mics = audio.mic_channels
+        if not mics:
+            found.append(("audio.mic_channels", "names no channel; list the capture channel(s) that "
+                          "carry microphones, e.g. [0]"))
+        if len(set(mics)) != len(mics):
+            twice = sorted({c for c in mics if mics.count(c) > 1})
+            found.append(("audio.mic_channels", f"names channel {', '.join(map(str, twice))} more than "
+                          "once; each microphone is one channel: list each once"))
+        outside = [c for c in mics if not 0 <= c < audio.capture_channels]
+        if outside:
+            found.append(("audio.mic_channels", f"channel {', '.join(map(str, outside))} is not one of the "
+                          f"{audio.capture_channels} capture channels (0..{audio.capture_channels - 1}); "
+                          "raise [audio] capture_channels or pick channels that exist"))
+        if audio.reference_channel in mics:
+            found.append(("audio.reference_channel", f"channel {audio.reference_channel} is also a "
+                          "microphone in [audio] mic_channels; the loopback reference needs a channel "
+                          "of its own"))
+        elif audio.reference_channel >= audio.capture_channels:
+            found.append(("audio.reference_channel", f"channel {audio.reference_channel} is not one of the "
+                          f"{audio.capture_channels} capture channels; raise [audio] capture_channels "
+                          "or use -1 (no loopback)"))
         if self.array.enabled and not self.array.problems():
             geometry = parse_geometry(self.array.geometry)
             if geometry.mic_count != len(self.audio.mic_channels):

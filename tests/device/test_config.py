@@ -30,13 +30,14 @@ def test_later_files_and_overrides_win_key_by_key(tmp_path: Path) -> None:
     system = write(tmp_path / "system.toml", '[audio]\nbackend = "wav"\nperiod_ms = 20\n')
     user = write(tmp_path / "user.toml", "[audio]\nperiod_ms = 10\n")
     loaded = load_config(
-        search_paths=[system, user], overrides=["audio.mic_channels=[0, 2]", "agent.url=http://x:1/a"]
+        search_paths=[system, user],
+        overrides=["audio.capture_channels=3", "audio.mic_channels=[0, 2]", "agent.url=http://x:1/a"],
     )
     assert loaded.config.audio.backend == "wav"
     assert loaded.config.audio.period_ms == 10
     assert loaded.config.audio.mic_channels == (0, 2)
     assert loaded.config.agent.url == "http://x:1/a"
-    assert loaded.sources == (str(system), str(user), "--set", "--set")
+    assert loaded.sources == (str(system), str(user), "--set", "--set", "--set")
 
 
 def test_every_problem_is_reported_with_file_key_expected_and_found(tmp_path: Path) -> None:
