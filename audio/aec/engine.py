@@ -76,6 +76,16 @@ _SCALE = 1.0 / 32768.0
 _SETTLED = 1e-30  # residual-echo estimate below which the suppressor's gains are exactly 1
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
+# Re-opening the Kalman filter where echo leaks through it (_follow_leak; tuned on
+# bench/aec_rooms' tuning rooms only):
+_LEAK_MEAN = 0.05  # per-block rate of the per-bin power means the fluctuations are taken from
+_LEAK_RATE = 0.005  # fastest per-block update of the leak estimate (~2 s)
+_LEAK_USUAL = 0.001  # per-block rate at which the leak's usual level follows it up (~10 s)
+_LEAK_RISE = 2.0  # re-open only while the leak is this many times its usual level
+_REOPEN = 3.0  # the expected residual is raised to cover this many times the leaked echo
+_REOPEN_STEP = 2.0  # at most this factor on P per block
+_REOPEN_EXPLAINED = 0.25  # only while the leaked echo is at least this share of the error
+_sum = np.add.reduce  # ndarray.sum without its Python-level wrapper
 
 
 class EdgevoiceCanceller(EchoCanceller):
@@ -88,6 +98,7 @@ class EdgevoiceCanceller(EchoCanceller):
                  suppression_db: float = -40.0, overestimate: float = 6.0,
                  overestimate_talk: float = 2.0, talk_ratio: float = 4.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999,
+                 reopen_on_leak: bool = True,
                  compiled: bool | None = None) -> None:
         compiled_kernel = choose_kernel(compiled)
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
@@ -106,6 +117,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._over_talk = overestimate_talk
         self._talk_ratio = talk_ratio
         self._track_drift = track_drift
+        self._reopen_on_leak = reopen_on_leak
         self._window = np.sqrt(np.hanning(_M + 1)[:_M]).astype(_REAL)
         self.idle_pass_through = True  # skip the suppressor's FFTs once it does nothing
         self._window_pcm = self._window * 32768.0  # synthesis window with the int16 scale
@@ -174,6 +186,14 @@ class EdgevoiceCanceller(EchoCanceller):
         self._frame = np.zeros(_M, dtype=_REAL)  # the suppressor's analysis frame (unwindowed)
         self._ola = np.zeros(_N, dtype=_REAL)  # scaled to int16 (x 2**15)
         self._rs_err = np.zeros((2, _F), dtype=_REAL)
+        # the leak estimate (_follow_leak): per-bin power means of the main error and the
+        # echo estimate, and the smoothed covariance and variance of their fluctuations
+        self._e_mean = np.zeros(_F, dtype=_REAL)
+        self._y_mean = np.zeros(_F, dtype=_REAL)
+        self._pey = 0.0
+        self._pyy = 1e-12
+        self._leak = 0.0
+        self._leak_usual = 0.0
         self._r_s = self._rs_err[0]
         self._periods = 0
         self._mic_pow = 1e-12
@@ -281,6 +301,8 @@ class EdgevoiceCanceller(EchoCanceller):
         self._noise_at = (self._noise_at + 1) % 4
         j = self._constrain_at
         js = self._shadow_constrain_at
+        if self._reopen_on_leak:
+            self._follow_leak(spectra[0])
         self._talking = kern.update(
             spectra, self._smooth, X, pxk, self._W, self._P, self._Ws, self._residual_lin,
             self._rs_err, self._gain_buf, self._ifft_in, self._m_scale, self._delta, self._a2,
@@ -294,6 +316,51 @@ class EdgevoiceCanceller(EchoCanceller):
         self._shadow_constrain_at = (js + 1) % self._ks
         self._track_erle(d_energy, out_energy)
         return pcm
+
+    def _follow_leak(self, E: _Complex) -> None:
+        """Re-open the Kalman filter's uncertainty where echo suddenly leaks through it.
+
+        After the echo path changes (the device moved, a door, a person in the path) the
+        converged filter is sure of its old taps: its small uncertainty P keeps its gain
+        small, so it re-learns slowly, and the suppressor, which takes its residual-echo
+        estimate from the same P, lets the new residual through. The shadow filter does
+        not catch it in reverberant rooms (its 80 ms cannot beat the main filter by the
+        margin a copy needs). So the leak is measured as speex's MDF does: the regression
+        of the error's power fluctuations on the echo estimate's, updated more slowly when
+        the error dwarfs the echo estimate, and not at all while the suppressor judges
+        someone to be talking (a person's onsets over the device's words read as leak).
+        While the leak stands at twice its usual level or more (a change, not the
+        loudspeaker's steady distortion) and explains at least a quarter of the error, P
+        grows, by at most 2x per block and up to its initial value, where the expected
+        residual (sum of P |X|^2) is below 3x the leaked echo (leak x |Y|^2).
+        Tuned on bench/aec_rooms' tuning rooms only: stronger settings re-converge faster
+        but cost the person in double talk (near-end loss, PESQ)."""
+        pe = E.real ** 2 + E.imag ** 2
+        Y = self._WX[0]
+        py = Y.real ** 2 + Y.imag ** 2
+        e_dev = pe - self._e_mean
+        y_dev = py - self._y_mean
+        self._e_mean += _LEAK_MEAN * e_dev
+        self._y_mean += _LEAK_MEAN * y_dev
+        pyy = float(y_dev @ y_dev)
+        norm = math.sqrt(pyy) + 1e-12  # each block's terms scale-free, as in speex
+        see = float(_sum(pe)) + 1e-12
+        syy = float(_sum(py))
+        # the means above follow the talk too, so they stand where it ends
+        alpha = 0.0 if self._talking else min(_LEAK_RATE, 4.0 * _LEAK_RATE * syy / see)
+        self._pey = (1.0 - alpha) * self._pey + alpha * float(e_dev @ y_dev) / norm
+        self._pyy = (1.0 - alpha) * self._pyy + alpha * pyy / norm
+        leak = max(0.0, min(1.0, self._pey / (self._pyy + 1e-12)))
+        self._leak = leak
+        # the leak's usual level: follows it down at once, up slowly
+        usual = self._leak_usual = min(leak, self._leak_usual + _LEAK_USUAL * (leak - self._leak_usual))
+        if self._talking or leak < _LEAK_RISE * usual or leak * syy < _REOPEN_EXPLAINED * see:
+            return
+        expected = 2.0 * self._residual_lin + 1e-12  # the last block's sum of P |X|^2
+        ratio = np.clip((_REOPEN * leak) * py / expected, 1.0, _REOPEN_STEP).astype(_REAL)
+        P = self._P
+        P *= ratio
+        np.minimum(P, self._p_initial, out=P)
 
     def _track_erle(self, d_energy: float, out_energy: float) -> None:
         """Echo removed, measured only while the far end talks alone (by the
