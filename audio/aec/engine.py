@@ -24,6 +24,9 @@ overlap-add). Built from:
 4. **Shadow filter**: a short fixed-step NLMS filter over the first partitions. It
    re-learns a moved echo path within a second; a clearly better shadow is copied into
    the main filter and re-opens its uncertainty.
+   Where it cannot (reverberant rooms, a partly changed path), a leak estimate (speex's:
+   the error's power fluctuations against the echo estimate's) re-opens the main
+   filter's uncertainty while echo suddenly leaks through it (:meth:`_follow_leak`).
 5. **Residual echo suppressor**: a Wiener-style gain per bin from the residual-echo
    estimate — the Kalman filter's own expected misadjustment, which near-end speech
    cannot inflate — against the error power, with an overestimate, a release time like
