@@ -51,6 +51,7 @@ _CJK_TERMINATORS = frozenset("。！？．")
 _CLOSERS = frozenset("\"'”’»)]}*_`」』）】")
 _OPENERS = "\"'“‘«([{*_`「『（【"
 _CLAUSE_MARKS = frozenset(",;:")
+_EMPHASIS_CLOSE = "**"
 _CJK_CLAUSE_MARKS = frozenset("，、；：")
 _DASHES = frozenset("—–")
 
@@ -279,12 +280,32 @@ class SentenceSplitter:
         if p + 1 >= len(buf):
             return None if final else _WAIT
         if markup_open(buf[self._start : p]):
-            return None  # [Paris, France](url)
+            return self._mark_closing_emphasis(p, final=final)  # else [Paris, France](url)
         if buf[p + 1].isspace():
             return self._safe_mark(p, final=final)
         if ch in _DASHES:
             return p + 1  # word—word
         return None  # 10:30, 3,500, well-known
+
+    def _mark_closing_emphasis(self, p: int, *, final: bool) -> int | None:
+        """``**Good news:** your …``: a clause mark that ends an emphasis (LLMs open replies
+        so) is a cut after the closing ``**``, when that closes all the open markup and a
+        space follows."""
+        buf = self._buf
+        end = p + 1 + len(_EMPHASIS_CLOSE)
+        if not buf.startswith(_EMPHASIS_CLOSE, p + 1):
+            partial = _EMPHASIS_CLOSE.startswith(buf[p + 1 :])  # "**" may still be arriving
+            return _WAIT if partial and not final else None
+        if markup_open(buf[self._start : end]):
+            return None
+        if end >= len(buf):
+            return None if final else _WAIT
+        if not buf[end].isspace():
+            return None
+        after = self._word_at(end, final=final)
+        if _mark_ok(self._word_before(p + 1), after):
+            return end
+        return _WAIT if after is None else None
 
     def _safe_mark(self, p: int, *, final: bool) -> int | None:
         """A clause mark at ``p`` followed by a space: a cut unless it is inside a date or

@@ -105,12 +105,30 @@ def test_speakable_splitter_passes_the_wait_on() -> None:
     assert splitter.emitted == 1
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_a_clause_mark_that_ends_an_emphasis_is_a_cut_after_the_emphasis(chunk: int) -> None:
+    """LLMs open with "**Good news:** …": the colon is inside the emphasis, so the cut
+    comes after its closing marker (whole markup to the speakable filter), in any chunking."""
+    text = "**Good news:** your package was delivered at 11:15 this morning and left at the door."
+    splitter = _splitter()
+    pieces = [p for i in range(0, len(text), chunk) for p in splitter.feed(text[i:i + chunk])]
+    pieces += splitter.flush()
+    assert pieces[0] == "**Good news:**"
+    assert " ".join(pieces) == text
+    # not a cut: a mark inside an emphasis that goes on, or one not followed by a space
+    for text in ("**Good news: your package** was delivered at 11:15 this morning.",
+                 "**Note:**your package was delivered at 11:15 this morning."):
+        splitter = _splitter()
+        pieces = splitter.feed(text) + splitter.flush()
+        assert not pieces[0].endswith(":") and not pieces[0].endswith(":**"), pieces
+
+
 # --- properties ---------------------------------------------------------------------------
 
 UNITS = ["10:30 a.m.", "March 5, 2024", "Jan. 5", "3,500", "3.5", "$5 million", "twenty five",
          "one hundred and twenty", "3 and 5", "7 pm", "Dr. Smith", "e.g. this", "5 o'clock",
          "20 km", "https://example.com/a,b", "[link text, here](https://x.org/p)", "`ls -la`",
-         "**bold words here**"]
+         "**bold words here**", "**Good news:**"]
 WORDS = ["the", "weather", "is", "sunny", "and", "but", "we", "go", "today", "because",
          "which", "so", "trains", "run", "late", "with", "it", "rains", "often"]
 SUFFIXES = ["", "", "", "", ",", ".", ";", "?"]
