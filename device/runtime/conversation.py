@@ -49,7 +49,7 @@ from edgevoice.device.runtime.idle import IdleReset
 from edgevoice.device.runtime.idle import watch as watch_idle
 from edgevoice.device.runtime.inputs import StateInput, onset_of
 from edgevoice.device.runtime.metrics import Mark, TurnTimeline
-from edgevoice.device.runtime.reports import TurnReports
+from edgevoice.device.runtime.reports import FrameFailures, TurnReports
 from edgevoice.device.runtime.state import Action, Context, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.runtime.turns import (
@@ -111,7 +111,7 @@ class Conversation:
         self._end_after_reply = False
         self._reply_ended_at: float | None = None
         self._idle = IdleReset(time.monotonic())
-        self._last_frame_error = float("-inf")
+        self._frame_failed = FrameFailures(bus)
         self._background: set[asyncio.Task[Any]] = set()
         # Turns the device takes before the controls and the agent (a ringing timer's
         # "stop"): text -> what to say ("" nothing), or None to pass the turn on.
@@ -152,16 +152,6 @@ class Conversation:
             worker.stop()
             await cancel_task(idle)
             await asyncio.to_thread(worker.join, 5.0)
-
-    def _frame_failed(self, index: int, details: str) -> None:
-        # One bad frame (an engine error, a bug) must not end the conversation: say so, at
-        # most once a second, and go on with the next frame.
-        now = time.monotonic()
-        if now - self._last_frame_error >= 1.0:
-            self._last_frame_error = now
-            _LOGGER.error("processing audio frame %d failed; carrying on\n%s", index, details)
-            self.bus.emit(EventType.ERROR, source="front_end", code="frame_failed",
-                          message="processing an audio frame failed; see the log")
 
     async def close(self) -> None:
         async with self._lock:
@@ -419,10 +409,8 @@ class Conversation:
             return
         if frame_s is not None and frame_s < self._reply_since_s:
             # Decided on audio from before this reply began (the front end runs behind the
-            # audio clock under load): that speech was the person's last turn, dropped or
-            # answered, not someone talking over the device. Forget it and keep listening.
-            _LOGGER.info("barge-in on audio from before the reply (%.2f s < %.2f s): ignored",
-                         frame_s, self._reply_since_s)
+            # audio clock under load): the person's last turn, not someone talking over it.
+            _LOGGER.info("barge-in on audio from before the reply (%.2f s): ignored", frame_s)
             self.front.run_on_thread(self.barge_in.reset)
             return
         turn = self._turn

@@ -1,8 +1,11 @@
-"""What a turn reports when its reply is over: the reply's timings as marks on the turn's
-timeline, one ``metrics.turn`` event, and the running percentiles telemetry shows."""
+"""What the conversation reports: when a turn's reply is over, the reply's timings as marks
+on the turn's timeline, one ``metrics.turn`` event and the running percentiles telemetry
+shows; and audio frames the front end failed to process."""
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import Any
 
 from edgevoice.device.events import EventBus, EventType
@@ -10,6 +13,25 @@ from edgevoice.device.runtime.metrics import Mark, RunningPercentiles
 from edgevoice.device.runtime.tasks import AudioClock
 from edgevoice.device.runtime.turns import Turn
 from edgevoice.device.speaking.reply import ReplyOutcome
+
+_LOGGER = logging.getLogger(__name__)
+
+
+class FrameFailures:
+    """One bad frame (an engine error, a bug) must not end the conversation: say so, at
+    most once a second, and go on with the next frame."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self.bus = bus
+        self._last = float("-inf")
+
+    def __call__(self, index: int, details: str) -> None:
+        now = time.monotonic()
+        if now - self._last >= 1.0:
+            self._last = now
+            _LOGGER.error("processing audio frame %d failed; carrying on\n%s", index, details)
+            self.bus.emit(EventType.ERROR, source="front_end", code="frame_failed",
+                          message="processing an audio frame failed; see the log")
 
 
 class TurnReports:
