@@ -17,7 +17,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,26 @@ async def said(device: Device, text: str) -> None:
     end = device.say(text, after_s=0.2) + len(voice(text)) / 16000
     await device.wait_for(EventType.SPEECH_STARTED)
     await until(lambda: device.room.now_s > end + 0.3)
+
+
+@asynccontextmanager
+async def holding_a_turn(tmp_path: Path, broker: Broker,
+                         factory: MockFactory) -> AsyncIterator[tuple[Device, Requests, Any]]:
+    """The device online in push-to-talk, the person holding the button: a turn is open
+    (listening) until the test releases the pin it is given."""
+    observer = Observer(broker)
+    request = Requests(observer, "dev1")
+    try:
+        async with running_device(tmp_path, [*device_overrides(broker, "dev1"), *PUSH_TO_TALK],
+                                  pin_factory=factory) as device:
+            await request.online()
+            button = factory.pin(17)
+            button.drive_low()  # the person holds the button and speaks
+            await device.wait_for(EventType.STATE_CHANGED, state="listening")
+            yield device, request, button
+    finally:
+        observer.close()
+
 
 
 LONG = "x" * 2001
@@ -239,87 +260,67 @@ async def test_announce_to_a_group_and_to_all_over_the_fleet_client(tmp_path: Pa
 async def test_an_announcement_waits_for_the_persons_turn_and_its_reply(
     tmp_path: Path, broker: Broker, factory: MockFactory
 ) -> None:
-    observer = Observer(broker)
-    request = Requests(observer, "dev1")
-    try:
-        async with running_device(tmp_path, [*device_overrides(broker, "dev1"), *PUSH_TO_TALK],
-                                  pin_factory=factory) as device:
-            await request.online()
-            conversation = device.daemon.conversation
-            assert conversation is not None
-            button = factory.pin(17)
-            button.drive_low()  # the person holds the button and speaks
-            await device.wait_for(EventType.STATE_CHANGED, state="listening")
-            device.say("hello there", after_s=0.2)
-            await device.wait_for(EventType.SPEECH_STARTED)  # the person is speaking
+    async with holding_a_turn(tmp_path, broker, factory) as (device, request, button):
+        conversation = device.daemon.conversation
+        assert conversation is not None
+        device.say("hello there", after_s=0.2)
+        await device.wait_for(EventType.SPEECH_STARTED)  # the person is speaking
 
-            router = device.daemon.mqtt.router
-            handled = router.handled
-            pending = asyncio.create_task(request("announce", {"text": "The post has arrived."},
-                                                  timeout_s=30))
-            await until(lambda: router.handled > handled)  # it reached the device, and waits
-            heard_to = device.room.now_s
-            await until(lambda: device.room.now_s > heard_to + 2.0)  # two more seconds of room
-            assert not pending.done() and announce_chimes(device) == 0
-            assert conversation.state == "listening"
+        router = device.daemon.mqtt.router
+        handled = router.handled
+        pending = asyncio.create_task(request("announce", {"text": "The post has arrived."},
+                                              timeout_s=30))
+        await until(lambda: router.handled > handled)  # it reached the device, and waits
+        heard_to = device.room.now_s
+        await until(lambda: device.room.now_s > heard_to + 2.0)  # two more seconds of room
+        assert not pending.done() and announce_chimes(device) == 0
+        assert conversation.state == "listening"
 
-            button.drive_high()  # the turn ends; the reply to it is spoken; then the announcement
-            heard = await device.wait_for(EventType.TRANSCRIPT_USER)
-            assert heard.data["text"] == "hello there"
-            reply_done = await device.wait_for(EventType.REPLY_DONE)
-            assert reply_done.data["status"] == "completed"  # the reply was not cut off either
-            answer = await pending
-            assert answer["ok"], answer
-            result = answer["result"]
-            assert result["played"] is True and result["waited_for"] == "listening", result
-            assert result["interrupted"] is None and result["barged_in"] is False
-            assert result["waited_s"] > 0
-            announced = spoken(device, "The post has arrived.")
-            assert len(announced) == 1 and device.events.index(reply_done) < announced[0]
-            assert device.events.index(heard) < device.events.index(reply_done)
-            assert announce_chimes(device) == 1
-    finally:
-        observer.close()
+        button.drive_high()  # the turn ends; the reply to it is spoken; then the announcement
+        heard = await device.wait_for(EventType.TRANSCRIPT_USER)
+        assert heard.data["text"] == "hello there"
+        reply_done = await device.wait_for(EventType.REPLY_DONE)
+        assert reply_done.data["status"] == "completed"  # the reply was not cut off either
+        answer = await pending
+        assert answer["ok"], answer
+        result = answer["result"]
+        assert result["played"] is True and result["waited_for"] == "listening", result
+        assert result["interrupted"] is None and result["barged_in"] is False
+        assert result["waited_s"] > 0
+        announced = spoken(device, "The post has arrived.")
+        assert len(announced) == 1 and device.events.index(reply_done) < announced[0]
+        assert device.events.index(heard) < device.events.index(reply_done)
+        assert announce_chimes(device) == 1
 
 
 async def test_an_urgent_announcement_drops_the_persons_turn(
     tmp_path: Path, broker: Broker, factory: MockFactory
 ) -> None:
-    observer = Observer(broker)
-    request = Requests(observer, "dev1")
-    try:
-        async with running_device(tmp_path, [*device_overrides(broker, "dev1"), *PUSH_TO_TALK],
-                                  pin_factory=factory) as device:
-            await request.online()
-            conversation = device.daemon.conversation
-            assert conversation is not None
-            button = factory.pin(17)
-            button.drive_low()
-            await device.wait_for(EventType.STATE_CHANGED, state="listening")
-            await said(device, "hello there")  # and the button is still held
-            assert conversation.state == "listening" and conversation.front.listener.in_turn
+    async with holding_a_turn(tmp_path, broker, factory) as (device, request, button):
+        conversation = device.daemon.conversation
+        assert conversation is not None
+        await said(device, "hello there")  # and the button is still held
+        assert conversation.state == "listening" and conversation.front.listener.in_turn
 
-            answer = await request("announce", {"text": "Smoke in the kitchen.", "priority": "urgent"},
-                                   timeout_s=60)
-            # It did not wait for the release: the turn was dropped, the announcement played.
-            assert answer["ok"], answer
-            result = answer["result"]
-            assert result["played"] is True and result["interrupted"] == "listening", result
-            assert result["waited_for"] is None and result["barged_in"] is False
-            assert len(spoken(device, "Smoke in the kitchen.")) == 1 and announce_chimes(device) == 1
-            assert conversation.state == "idle" and not conversation.front.listener.in_turn
+        answer = await request("announce", {"text": "Smoke in the kitchen.", "priority": "urgent"},
+                               timeout_s=60)
+        # It did not wait for the release: the turn was dropped, the announcement played.
+        assert answer["ok"], answer
+        result = answer["result"]
+        assert result["played"] is True and result["interrupted"] == "listening", result
+        assert result["waited_for"] is None and result["barged_in"] is False
+        assert len(spoken(device, "Smoke in the kitchen.")) == 1 and announce_chimes(device) == 1
+        assert conversation.state == "idle" and not conversation.front.listener.in_turn
 
-            button.drive_high()
-            heard_to = device.room.now_s
-            await until(lambda: device.room.now_s > heard_to + 3.0)
-            # What the person said before the announcement never became a turn or a request.
-            assert device.of(EventType.TRANSCRIPT_USER) == [] and device.of(EventType.REPLY_REQUESTED) == []
-            assert [e.data["utterance_id"] for e in device.of(EventType.REPLY_DONE)] == [
-                e.data["utterance_id"] for e in device.of(EventType.REPLY_STARTED)]
-            assert len(device.of(EventType.REPLY_DONE)) == 1  # the announcement's, nothing else
-            assert conversation.state == "idle"
-    finally:
-        observer.close()
+        button.drive_high()
+        heard_to = device.room.now_s
+        await until(lambda: device.room.now_s > heard_to + 3.0)
+        # What the person said before the announcement never became a turn or a request.
+        assert device.of(EventType.TRANSCRIPT_USER) == [] and device.of(EventType.REPLY_REQUESTED) == []
+        assert [e.data["utterance_id"] for e in device.of(EventType.REPLY_DONE)] == [
+            e.data["utterance_id"] for e in device.of(EventType.REPLY_STARTED)]
+        assert len(device.of(EventType.REPLY_DONE)) == 1  # the announcement's, nothing else
+        assert conversation.state == "idle"
 
 
 async def test_an_announcement_to_a_muted_device_is_spoken_and_the_mic_stays_muted(
