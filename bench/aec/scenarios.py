@@ -111,6 +111,17 @@ def _fit(sig: np.ndarray, length: int) -> np.ndarray:
     return out
 
 
+def far_end_reference(rng: np.random.Generator, total: int, *, silent_s: tuple[float, float]) -> np.ndarray:
+    """The device talking (its piper voice, looped, from a random place) for ``total``
+    samples, silent over ``silent_s`` (the near end alone), peaking at half scale."""
+    far = piper_speech(FAR_TEXT)
+    far = np.tile(far, int(np.ceil(total * 1.2 / len(far))))
+    start = int(rng.uniform(0, len(far) - total * 1.1))
+    far = far[start:start + total]
+    far[int(silent_s[0] * RATE):int(silent_s[1] * RATE)] = 0.0
+    return 0.5 * far / (np.max(np.abs(far)) + 1e-9)
+
+
 def make_scenario(seed: int, *, scale: float = 1.0, worst: bool = False, clipping: bool = True,
                   drift_ppm: float = 100.0) -> Scenario:
     rng = np.random.default_rng(seed)
@@ -134,13 +145,7 @@ def make_scenario(seed: int, *, scale: float = 1.0, worst: bool = False, clippin
     src2, mic2 = place(0.4)
     rir2 = _rir(room_dim, t60, src2, mic2)
 
-    # far end: the device talking, with pauses removed between sentences to stay busy
-    far = piper_speech(FAR_TEXT)
-    far = np.tile(far, int(np.ceil(total * 1.2 / len(far))))
-    start = int(rng.uniform(0, len(far) - total * 1.1))
-    far = far[start:start + total]
-    far[int(t_na * RATE):int(t_chg * RATE)] = 0.0  # the device is silent: near end alone
-    reference = 0.5 * far / (np.max(np.abs(far)) + 1e-9)
+    reference = far_end_reference(rng, total, silent_s=(t_na, t_chg))
 
     # loudspeaker: mild clipping, and its clock runs 100 ppm fast
     drive = 1.5 if worst else 1.25

@@ -50,12 +50,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "aec"))
 from scenarios import (  # type: ignore[import-not-found]  # bench/aec, put on the path above
     CACHE,
     ESPEAK_VOICES,
-    FAR_TEXT,
     NEAR_TEXTS,
     RATE,
     _fit,
     _rir,
     espeak_speech,
+    far_end_reference,
     piper_speech,
 )
 
@@ -494,12 +494,7 @@ def make_room(spec: RoomSpec, *, seed: int = SEED) -> Room:
     rir1 = _device_rir(spec, spec.room_dim, spec.t60, spec.mic_pos, spec.azimuth_deg)
     rir2 = _changed_rir(spec, rir1)
 
-    far = piper_speech(FAR_TEXT)
-    far = np.tile(far, int(np.ceil(total * 1.2 / len(far))))
-    start = int(rng.uniform(0, len(far) - total * 1.1))
-    far = far[start : start + total]
-    far[int(T_NA * RATE) : int(T_FAR2 * RATE)] = 0.0  # the device is silent: near end alone
-    reference = 0.5 * far / (np.max(np.abs(far)) + 1e-9)
+    reference = far_end_reference(rng, total, silent_s=(T_NA, T_FAR2))  # the near end alone
 
     played = loudspeaker(spec, reference)
     positions = np.arange(total) * (1.0 + spec.drift_ppm * 1e-6)  # the loudspeaker's clock
