@@ -76,6 +76,59 @@ INTERRUPTIONS = ("Sorry, what time is it?", "Wait, what is the date today?", "Ex
 BOUNDS_MS = (1, 2, 5, 10, 20, 40, 80, 160, 320)
 
 
+class StealSampler:
+    """The hypervisor's steal time (``/proc/stat``, all CPUs), sampled every 20 ms on a
+    thread: on a VM a vCPU that is descheduled cannot run even a SCHED_FIFO thread, so a
+    late read inside a burst of steal is the host's, not the loop's."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> StealSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(1.0)
+
+    def _read(self) -> float:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+        return float(fields[8]) * self._tick_ms if len(fields) > 8 else 0.0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(), self._read()))
+            self._stop.wait(0.02)
+
+    def steal_ms(self, start: float, end: float) -> float:
+        """Steal (ms, summed over CPUs) between the samples around ``start`` and ``end``."""
+        if len(self.samples) < 2:
+            return 0.0
+        times = np.asarray([t for t, _ in self.samples])
+        values = np.asarray([v for _, v in self.samples])
+        lo = max(0, int(np.searchsorted(times, start, side="right")) - 1)
+        hi = min(len(times) - 1, int(np.searchsorted(times, end, side="left")))
+        return float(values[hi] - values[lo])
+
+
+def late_reads_in_steal(own_ms: np.ndarray, first_s: float, sampler: StealSampler,
+                        above_ms: float = 20.0, steal_at_least_ms: float = 10.0) -> tuple[int, int]:
+    """How many reads were late (their own lateness) by more than ``above_ms``, and how
+    many of those had at least ``steal_at_least_ms`` of steal while they were late."""
+    late = np.flatnonzero(own_ms > above_ms)
+    stolen = 0
+    for k in late:
+        due = first_s + (int(k) + 1) * PERIOD_S
+        if sampler.steal_ms(due - 0.02, due + float(own_ms[k]) / 1000.0 + 0.02) >= steal_at_least_ms:
+            stolen += 1
+    return len(late), stolen
+
+
 class TimedAlsaBackend(AlsaBackend):
     """The pyalsaaudio backend, noting when each capture period reached Python."""
 
@@ -236,6 +289,7 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
                                                        devices.speaker(folder / "rawspk.raw"),
                                                        stop_raw, raw_done, raw_cpu), daemon=True)
         raw.start()
+        steal = StealSampler().__enter__()
         runner = asyncio.create_task(daemon.run())
         ready = asyncio.create_task(daemon.ready.wait())
         await asyncio.wait({runner, ready}, return_when=asyncio.FIRST_COMPLETED)
@@ -256,6 +310,7 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
         await asyncio.wait({runner}, timeout=30)
         stop_raw.set()
         raw.join(5.0)
+        steal.__exit__()
         writer_late = writer_lateness_ms(writer, timing)
         raw_writer.kill()
         loop_stats = backend.loop_stats() if isinstance(backend, RtAlsaBackend) else {}
@@ -272,7 +327,16 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
             "lags_ms": lags, "scheduled": len(barge_ins), "turns": turns, "cpu": cpu, "idle_cpu": idle_cpu,
             "raw_cpu_s": raw_cpu[0] if raw_cpu else float("nan"), "loop_stats": loop_stats,
             "xrun_events": xruns, "load": os.getloadavg(), "front_dropped": front_dropped,
-            "writer_late_ms": writer_late}
+            "writer_late_ms": writer_late, "steal": steal, "first_s": first,
+            "steal_share": _steal_share(steal, wall0)}
+
+
+def _steal_share(steal: StealSampler, since: float) -> float:
+    """Steal over the conversation, as a share of all CPUs' time."""
+    if not steal.samples:
+        return float("nan")
+    end = steal.samples[-1][0]
+    return steal.steal_ms(since, end) / ((end - since) * 1000.0 * (os.cpu_count() or 1))
 
 
 def _cpu_s() -> float:
@@ -350,6 +414,11 @@ def main() -> None:
         own, offset = own_lateness_ms(result["late_ms"], writer_late)
         print(_row(f"edgevoice daemon, c loop, less the stand-in's lateness (its own; chunk offset "
                    f"{offset:+d})", own))
+        late, stolen = late_reads_in_steal(own, result["first_s"], result["steal"])
+        print(f"\nreads late by more than 20 ms of their own: {late}; of those, {stolen} were late while "
+              f"the hypervisor stole >= 10 ms of CPU time (/proc/stat steal; the vCPU was descheduled, "
+              f"which no priority inside the guest can prevent)")
+    print(f"hypervisor steal over the conversation: {100 * result['steal_share']:.2f} % of all CPUs' time")
     lags = np.asarray(result["lags_ms"])
     print(f"\nbarge-ins taken: {len(lags)} of {result['scheduled']} scheduled; user turns heard: "
           f"{result['turns']}")
