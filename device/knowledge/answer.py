@@ -4,6 +4,7 @@ A Q/A entry's answer is said as written. For prose, the sentences of the chunk t
 share the most of the question's terms are said (at most two, in their order), made
 speakable the way every reply is (markdown markers dropped, links read as their text).
 Below the confidence threshold nothing is chosen and the agent says it does not know.
+When the re-ranker ran (rerank.py), its decision replaces the confidence threshold.
 """
 
 from __future__ import annotations
@@ -25,11 +26,17 @@ class KnowledgeAnswer:
 
 def choose_answer(retrieval: Retrieval | None, *, answer_score: float) -> KnowledgeAnswer | None:
     """The answer to say, or ``None`` when no chunk is confident enough."""
-    if retrieval is None or not retrieval.passages:
+    if retrieval is None:
         return None
-    best = retrieval.passages[0]
-    if best.confidence < answer_score:
-        return None
+    if retrieval.answers is not None:
+        # The re-ranker decided (rerank.py): its best chunk, or nothing.
+        best = retrieval.best
+        if not retrieval.answers or best is None:
+            return None
+    else:
+        if not retrieval.passages or retrieval.passages[0].confidence < answer_score:
+            return None
+        best = retrieval.passages[0]
     if best.kind is ChunkKind.QA:
         text = " ".join(speakable(best.body))
     else:

@@ -86,6 +86,7 @@ class Passage:
     bm25: float
     confidence: float  # 0..1, see the module docstring
     matched: tuple[str, ...] = ()  # the question's (stemmed) terms the chunk contains
+    rerank: float | None = None  # the cross-encoder's logit, when re-ranking ran (rerank.py)
 
     def as_context(self) -> str:
         """The string the agent contract's ``context`` carries for this passage."""
@@ -94,7 +95,8 @@ class Passage:
     def as_dict(self) -> dict[str, object]:
         return {"key": self.key, "kind": str(self.kind), "heading": self.heading,
                 "text": self.as_context(), "source": self.source, "bm25": round(self.bm25, 4),
-                "confidence": round(self.confidence, 4), "matched": list(self.matched)}
+                "confidence": round(self.confidence, 4), "matched": list(self.matched),
+                **({"rerank": round(self.rerank, 4)} if self.rerank is not None else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,10 @@ class Retrieval:
     elapsed_ms: float = 0.0
     best: Passage | None = None  # the best chunk even when it did not clear min_score
     terms: tuple[str, ...] = field(default=())
+    # Set by the re-ranker (rerank.py): the probability that ``best`` answers the turn,
+    # and whether that clears its threshold. ``None``: no re-ranking ran.
+    answer_p: float | None = None
+    answers: bool | None = None
 
     @property
     def matched(self) -> bool:

@@ -23,6 +23,7 @@ from edgevoice.device.config.sections.knowledge import KnowledgeConfig
 from edgevoice.device.knowledge import bundle as bundles
 from edgevoice.device.knowledge.errors import KnowledgeError
 from edgevoice.device.knowledge.index import BuildReport, KnowledgeIndex, build_index
+from edgevoice.device.knowledge.rerank import CANDIDATES, Reranker, load_reranker
 from edgevoice.device.knowledge.retrieval import Passage, Retrieval, retrieve
 from edgevoice.models.store import _writable_or_creatable
 
@@ -53,7 +54,7 @@ class KnowledgeBase:
     """The index of ``config.paths`` (and the synced bundle), and lookups in it."""
 
     def __init__(self, config: KnowledgeConfig, *, index_path: Path | None = None,
-                 state_dir: Path | None = None) -> None:
+                 state_dir: Path | None = None, reranker: Reranker | None = None) -> None:
         self.config = config
         self.index_path = Path(index_path or (Path(config.index).expanduser() if config.index
                                               else default_index_path(state_dir)))
@@ -61,6 +62,10 @@ class KnowledgeBase:
         self._reader: KnowledgeIndex | None = None
         self._topics: tuple[str, ...] = ()
         self.last_build: BuildReport | None = None
+        # The second stage ([knowledge] rerank): loaded by open() (a worker thread at
+        # start: the model takes about half a second to load), or passed in.
+        self.reranker = reranker
+        self._rerank_loaded = reranker is not None
 
     # --- the index ----------------------------------------------------------------------
 
@@ -84,7 +89,15 @@ class KnowledgeBase:
         """Build (incrementally) and start answering from the result."""
         report, reader = self.build(full=full)
         self.swap_reader(reader, report)
+        self.load_reranker()
         return report
+
+    def load_reranker(self) -> Reranker | None:
+        """Load the re-ranker ``[knowledge] rerank`` asks for, once (any thread)."""
+        if not self._rerank_loaded:
+            self._rerank_loaded = True
+            self.reranker = load_reranker(self.config.rerank)
+        return self.reranker
 
     def swap_reader(self, reader: KnowledgeIndex, report: BuildReport | None = None) -> None:
         """Answer from ``reader`` from now on (call on the thread that looks up)."""
@@ -117,7 +130,7 @@ class KnowledgeBase:
         the turn goes on without knowledge."""
         started = time.perf_counter()
         try:
-            found = retrieve(self.reader(), text, top_k=self.config.top_k, min_score=self.config.min_score)
+            found = self._retrieve(text, self.config.top_k)
         except KnowledgeError as err:
             _LOGGER.warning("knowledge lookup failed (%s); the turn goes on without it", err)
             found = Retrieval()
@@ -125,12 +138,21 @@ class KnowledgeBase:
             _LOGGER.exception("knowledge lookup failed; the turn goes on without it")
             found = Retrieval()
         elapsed = (time.perf_counter() - started) * 1000.0
-        return Retrieval(found.passages, self._topics, elapsed, found.best, found.terms)
+        return Retrieval(found.passages, self._topics, elapsed, found.best, found.terms,
+                         found.answer_p, found.answers)
+
+    def _retrieve(self, text: str, top_k: int, min_score: float | None = None) -> Retrieval:
+        floor = self.config.min_score if min_score is None else min_score
+        reranker = self.load_reranker()
+        if reranker is None:
+            return retrieve(self.reader(), text, top_k=top_k, min_score=floor, candidates=max(top_k, 12))
+        found = retrieve(self.reader(), text, top_k=max(top_k, CANDIDATES), min_score=0.0,
+                         candidates=max(top_k, 12))
+        return reranker.rerank(text, found, top_k=top_k, min_score=floor)
 
     def search(self, text: str, limit: int) -> list[Passage]:
         """The best ``limit`` chunks for ``text`` whatever their confidence (the CLI)."""
-        found = retrieve(self.reader(), text, top_k=limit, min_score=0.0, candidates=max(limit, 12))
-        return list(found.passages)
+        return list(self._retrieve(text, limit, min_score=0.0).passages)
 
     def stats(self) -> dict[str, Any]:
         data = self.reader().stats()

