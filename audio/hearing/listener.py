@@ -15,6 +15,10 @@ tested by feeding it audio. Each event knows its bus ``type`` and its fields
 ``TurnDiscarded``          ``input.turn.discarded``
 =========================  ===========================
 
+Two more are for the runtime only, never published: ``EarlyTranscript`` (the early final
+pass began; its text is what the turn says if it ends now) and ``SpeechResumed`` (speech
+came back after it, so that text is not the turn's).
+
 Modes: ``always`` (every detected turn is a user turn), ``wakeword`` (a turn follows
 the wake word; :meth:`Listener.open_follow_up` accepts one more turn without it for
 ``follow_up_s``), ``button`` (push-to-talk: hold to talk, or press to start and the
@@ -44,6 +48,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -140,8 +145,35 @@ class TurnDiscarded:
         return {"reason": self.reason, "audio_s": round(self.t, 3)}
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class EarlyTranscript:
+    """The early final pass began at ``t``: ``result()`` is the turn's transcript should it end
+    now (it may wait for the engine's own thread: call it off the front end's). Not
+    published: the runtime may prepare a reply on it (device/runtime/speculation.py)."""
+
+    type: ClassVar[str] = "input.turn.early_final"
+    t: float
+    result: Callable[[], AsrResult] = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"audio_s": round(self.t, 3)}
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechResumed:
+    """Speech came back at ``t`` after an early final: that transcript is not the turn's.
+    Not published."""
+
+    type: ClassVar[str] = "input.speech.resumed"
+    t: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"audio_s": round(self.t, 3)}
+
+
 HearingEvent = (
     SpeechStarted | SpeechStopped | WakeWordDetected | PartialTranscript | FinalTranscript | TurnDiscarded
+    | EarlyTranscript | SpeechResumed
 )
 
 
@@ -393,7 +425,7 @@ class Listener:
         if not ended and (self._early_final_due() or (asked and self._early_final_possible())):
             # Asked the model: it may end the turn as soon as it answers, so the final
             # pass starts now too, or it would start only then and be on the path.
-            self._finish_early()
+            self._finish_early(events)
 
     def _accept(self, audio: Pcm, events: list[HearingEvent]) -> None:
         """Turn audio to the recognizer, unless :attr:`hold_recognition` keeps it: while
@@ -428,7 +460,7 @@ class Listener:
     def _early_final_due(self) -> bool:
         return self._early_final_possible() and self.endpointer.pause_ms >= self.early_final_ms
 
-    def _finish_early(self) -> None:
+    def _finish_early(self, events: list[HearingEvent]) -> None:
         """The speech has paused ``early_final_ms``: run the final pass now, while the
         turn's closing silence runs, and keep the result for the turn's end."""
         assert self._session is not None
@@ -437,6 +469,11 @@ class Listener:
         self._session = None
         paused = self.endpointer.settings.samples(self.endpointer.pause_ms)
         self._paused_from = self._turn_fed - paused
+        assert self.asr is not None
+        # what _turn_result() gives if no speech follows (read off this thread: a copy)
+        events.append(EarlyTranscript(self.now, partial(
+            _joined, list(self._pieces), self.endpointer.settings.sample_rate, self.asr.low_confidence,
+            self._turn_fed)))
 
     def _speaking_again(self) -> bool:
         return self.endpointer.state == EndpointState.SPEECH and self.endpointer.pause_ms == 0
@@ -450,18 +487,14 @@ class Listener:
         tail = self.endpointer.turn_tail(max(new_samples, pre_roll))
         self._session = self.asr.start()
         self._session_at = self._turn_fed - len(tail)
+        events.append(SpeechResumed(self.now))
         self._accept(tail, events)
 
     def _turn_result(self) -> AsrResult:
         """The pieces of the turn as one result, word times from the turn's audio start."""
-        rate = self.endpointer.settings.sample_rate
-        if len(self._pieces) == 1 and self._pieces[0][1] == 0:
-            return self._pieces[0][0]()
-        results = [piece().shifted(at / rate) for piece, at in self._pieces]
         assert self.asr is not None
-        return make_result(" ".join(r.text for r in results if not r.empty),
-                           [w for r in results for w in r.words], self.asr.low_confidence,
-                           self._turn_fed)
+        return _joined(self._pieces, self.endpointer.settings.sample_rate, self.asr.low_confidence,
+                       self._turn_fed)
 
     def _end(self, end: TurnEnd, events: list[HearingEvent]) -> None:
         t = self.origin_s
@@ -492,6 +525,16 @@ class Listener:
                                       start, t + end.end_s, shifted.confidence))
         # In wakeword mode the next turn needs the wake word again (or a follow-up window).
         self._update_auto_start()
+
+
+def _joined(pieces: list[tuple[Callable[[], AsrResult], int]], rate: int, low_confidence: float,
+            samples: int) -> AsrResult:
+    """A turn's pieces (each with the turn sample it starts at) as one result."""
+    if len(pieces) == 1 and pieces[0][1] == 0:
+        return pieces[0][0]()
+    results = [piece().shifted(at / rate) for piece, at in pieces]
+    return make_result(" ".join(r.text for r in results if not r.empty),
+                       [w for r in results for w in r.words], low_confidence, samples)
 
 
 def _ready(result: AsrResult) -> Callable[[], AsrResult]:

@@ -149,6 +149,13 @@ class AgentClient(abc.ABC):
             return
         self._finish(Exchange(self._pending_user, heard_text, interrupted))
 
+    def forget_reply(self, text: str) -> None:
+        """Undo the request for ``text`` whose reply nobody heard (one prepared ahead of its
+        turn and dropped: device/runtime/speculation.py): it leaves no history."""
+        if self._pending_user == text:
+            self._pending_user = None
+            self._pending_reply = []
+
     def _settle_pending(self) -> None:
         # A turn the runtime never recorded: assume the whole generated reply was heard.
         if self._pending_user is not None:

@@ -11,7 +11,8 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,6 +28,12 @@ _YES = re.compile(
     r"\b(yes|yeah|yep|sure|confirm(ed)?|do it|go ahead|please do|okay|ok|affirmative)\b", re.I
 )
 _NO = re.compile(r"\b(no|nope|don't|do not|cancel|stop|never)\b", re.I)
+
+
+# Set while a reply is prepared ahead of its turn (device/runtime/speculation.py): awaited
+# before any tool runs, so nothing acts for a reply that may never be heard.
+TOOL_GATE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("edgevoice_tool_gate",
+                                                                         default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +138,9 @@ class DeviceTools:
 
     async def run(self, call: ToolCall, user_text: str) -> str:
         """Execute one call; the JSON result for the model (errors included, not raised)."""
+        gate = TOOL_GATE.get()
+        if gate is not None:
+            await gate()
         try:
             args = json.loads(call.arguments) if call.arguments.strip() else {}
             if not isinstance(args, dict):

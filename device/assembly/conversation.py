@@ -18,6 +18,7 @@ def conversation_settings(config: Config) -> ConversationSettings:
         session_idle_reset_s=config.conversation.session_idle_reset_s,
         failure_phrase=config.conversation.failure_phrase,
         log_transcripts=config.conversation.log_transcripts,
+        speculate=config.llm.speculate,
     )
 
 

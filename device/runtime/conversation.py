@@ -50,9 +50,11 @@ from edgevoice.device.runtime.idle import watch as watch_idle
 from edgevoice.device.runtime.inputs import StateInput, onset_of
 from edgevoice.device.runtime.metrics import Mark, TurnTimeline
 from edgevoice.device.runtime.reports import FrameFailures, TurnReports
+from edgevoice.device.runtime.speculation import Speculator
 from edgevoice.device.runtime.state import Action, Context, State, transition
 from edgevoice.device.runtime.tasks import AudioClock, cancel_task
 from edgevoice.device.runtime.turns import (
+    LATE_TURN_AFTER_REPLY_S,
     ConversationSettings,
     Counters,
     RemotePipeline,
@@ -64,10 +66,6 @@ from edgevoice.device.runtime.turns import (
 from edgevoice.device.speaking.reply import ReplyOutcome, ReplySpeaker, ReplyStatus
 
 _LOGGER = logging.getLogger(__name__)
-
-# A turn that began during the device's own speech, was never confirmed as a
-# barge-in, but went on this long after the reply ended, is the person's next turn.
-LATE_TURN_AFTER_REPLY_S = 0.3
 
 class Conversation:
     def __init__(
@@ -121,6 +119,7 @@ class Conversation:
         self.arbiter: Callable[[WakeWordDetected], Awaitable[bool]] | None = None
         self._stood_down = False  # ignore the abandoned turn's events until it is discarded
         self.remote: RemotePipeline | None = None
+        self.speculation = Speculator(self)  # a reply prepared in the silence that ends a turn
 
     # --- the loop -----------------------------------------------------------------------
 
@@ -156,6 +155,7 @@ class Conversation:
     async def close(self) -> None:
         async with self._lock:
             await self._cancel_reply(reason="shutdown")
+            await self.speculation.close()
         for task in list(self._background):
             await cancel_task(task)
         self.front.close()
@@ -249,6 +249,7 @@ class Conversation:
         if state is self.state:
             return
         previous, self.state = self.state, state
+        self.speculation.state_changed(state)
         in_reply = state in (State.THINKING, State.SPEAKING)
         if in_reply and not self._in_reply:
             self._reply_since_s = self.clock.now()
@@ -312,6 +313,8 @@ class Conversation:
             await self._take_barge_in(result.barge_in.onset_s, result.end_s)
 
     async def _on_hearing(self, event: HearingEvent) -> None:
+        if self.speculation.heard(event):
+            return
         if self._stood_down and not isinstance(event, WakeWordDetected):
             self._stood_down = not isinstance(event, TurnDiscarded)
             return
@@ -476,9 +479,9 @@ class Conversation:
                 self._run_reply(turn, deltas, record=False), name=f"control-{turn.timeline.turn_id}"
             )
             return
-        deltas = sources.from_agent(self.agent, user, turn.timeline, bus=self.bus, clock=self.clock,
-                                    knowledge=self.knowledge)
-        self._reply_task = asyncio.create_task(self._run_reply(turn, deltas),
+        spoken = self.speculation.take(turn, final, sources.from_agent(
+            self.agent, user, turn.timeline, bus=self.bus, clock=self.clock, knowledge=self.knowledge))
+        self._reply_task = asyncio.create_task(self._run_reply(turn, spoken),
                                                name=f"reply-{turn.timeline.turn_id}")
 
     def _start_say(self, text: str, audio: AsyncIterable[TtsAudio] | None = None,

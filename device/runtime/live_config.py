@@ -273,7 +273,8 @@ def _table() -> dict[str, tuple[Applier, ...]]:
     groups: list[tuple[Applier, tuple[str, ...]]] = [
         (_volume, ("audio.volume",)),
         (_conversation, ("conversation.session_idle_reset_s", "conversation.failure_phrase",
-                         "conversation.log_transcripts", "listen.follow_up_s", "listen.button_mode")),
+                         "conversation.log_transcripts", "listen.follow_up_s", "listen.button_mode",
+                         "llm.speculate")),
         (_splitting, ("tts.sentence_gap_ms", "tts.max_first_sentence_chars", "tts.first_phrase_chars",
                       "tts.first_wait_ms", "tts.first_cut_words", "tts.follow_growth",
                       "tts.min_follow_chars", "tts.cut_edge_ms", "tts.max_sentence_chars",

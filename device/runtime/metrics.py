@@ -19,6 +19,7 @@ class Mark(StrEnum):
     ASR_FINAL = "asr_final"
     RETRIEVED = "retrieved"  # the knowledge base was looked up
     REQUEST_SENT = "request_sent"
+    SPECULATED = "speculated"  # a reply was prepared on the early final (the last attempt's)
     FIRST_TEXT = "first_text"
     FIRST_SENTENCE = "first_sentence"  # first sentence handed to TTS
     FIRST_AUDIO = "first_audio"  # first audio synthesized

@@ -15,6 +15,10 @@ from edgevoice.audio.speaking.tts import TtsAudio
 from edgevoice.device.runtime.metrics import TurnTimeline
 from edgevoice.device.speaking.reply import ReplyOutcome
 
+# A turn that began during the device's own speech, was never confirmed as a
+# barge-in, but went on this long after the reply ended, is the person's next turn.
+LATE_TURN_AFTER_REPLY_S = 0.3
+
 
 class RemotePipeline(Protocol):
     """Where a turn's reply comes from when not from the agent: Home Assistant's pipeline
@@ -64,6 +68,7 @@ class ConversationSettings:
     session_idle_reset_s: float = 300.0
     failure_phrase: str = "Sorry, I couldn't get an answer. Please try again."
     log_transcripts: bool = False
+    speculate: str = "auto"  # [llm] speculate (device/runtime/speculation.py)
 
 
 def remaining_text(spoken: str, heard: str) -> str:

@@ -24,6 +24,13 @@ are handed to the loop with ``call_soon_threadsafe``.
 
 Failure: when the agent's stream or TTS fails mid-reply, what was already queued
 still plays, then ``reply.done`` says failed. Cancellation is never swallowed.
+
+Held (a reply prepared before its turn has surely ended: device/runtime/speculation.py)::
+
+    held = speaking.prepare(agent_deltas, utterance_id="turn-7")  # reads and synthesizes
+    ...                                                          # ahead; plays nothing
+    outcome = await speaking.speak(held, "turn-7", ...)  # released: plays at once, as above
+    await held.discard()      # or: dropped; nothing was played, no event, no outcome
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterable, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -120,6 +127,9 @@ class _Reply:
     first_played: float | None = None
     on_started: Callable[[], None] | None = None
     on_outcome: Callable[[ReplyOutcome], None] | None = None
+    # While held (prepared ahead): the audio made so far, queued on the speaker at release.
+    held: list[tuple[Pcm, str, tuple[tuple[int, int], ...]]] | None = None
+    released: float | None = None
 
     def timings(self, done: float | None) -> ReplyTimings:
         first = self.sentences[0] if self.sentences else None
@@ -138,6 +148,41 @@ class _Reply:
 
 
 _END = object()
+
+
+class HeldReply(AsyncIterable[str]):
+    """A reply read and synthesized ahead by :meth:`ReplySpeaker.prepare`, playing nothing:
+    :meth:`ReplySpeaker.speak` releases it (it plays at once), :meth:`discard` drops it
+    (nothing was played, no event, no outcome). Not itself iterated: speak() takes it in
+    place of the deltas it was prepared from."""
+
+    def __init__(self, reply: _Reply, reader: asyncio.Task[None], produce: asyncio.Task[None]) -> None:
+        self._reply = reply
+        self._reader = reader
+        self._produce = produce
+        self.taken = False
+        # Called by speak() as it takes the reply, before any of it is queued.
+        self.on_release: Callable[[], None] | None = None
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        raise TypeError("a held reply is spoken by ReplySpeaker.speak(), not iterated")
+
+    @property
+    def saw_text(self) -> bool:
+        """Whether its source has given any text yet."""
+        return self._reply.first_delta is not None
+
+    @property
+    def failed(self) -> bool:
+        """Its source or TTS failed before it was released."""
+        task = self._produce
+        return task.done() and (task.cancelled() or task.exception() is not None)
+
+    async def discard(self) -> None:
+        """Stop reading and synthesizing; what was made is dropped unheard."""
+        self._reply.held = []
+        await _stop_task(self._produce)
+        await _stop_task(self._reader)
 
 
 class ReplyStreamError(EdgeVoiceError):
@@ -202,13 +247,17 @@ class ReplySpeaker:
     async def speak(self, deltas: AsyncIterable[str], utterance_id: str, *,
                     on_started: Callable[[], None] | None = None,
                     on_outcome: Callable[[ReplyOutcome], None] | None = None) -> ReplyOutcome:
-        """Speak the reply streamed by ``deltas``; return its outcome once it has all been heard.
+        """Speak the reply streamed by ``deltas`` (or release a :class:`HeldReply` made by
+        :meth:`prepare` from them: what it made plays at once); return its outcome once it
+        has all been heard.
 
         ``on_started`` is called (on the loop) when its first sample left the loudspeaker,
         right after ``reply.started``; ``on_outcome`` with the outcome however the reply
         ended. Cancelling the task stops TTS, drops the reply from the speaker, emits
         ``reply.done`` interrupted, hands that outcome to ``on_outcome`` and re-raises.
         """
+        if isinstance(deltas, HeldReply):
+            return await self._release(deltas, utterance_id, on_started, on_outcome)
         reply = self._begin(utterance_id, on_started, on_outcome)
         sentences: asyncio.Queue[object] = asyncio.Queue()
         reader = asyncio.create_task(self._read(deltas, sentences, reply), name=f"reply-read-{utterance_id}")
@@ -222,6 +271,43 @@ class ReplySpeaker:
         # agent stream or TTS failed: what is queued still plays
         return await self._deliver(reply, self._synthesize(sentences, reply), cleanup,
                                    "the reply could not be spoken")
+
+    def prepare(self, deltas: AsyncIterable[str], utterance_id: str) -> HeldReply:
+        """Read and synthesize the reply ``deltas`` stream, ahead, into a held queue: nothing
+        plays and no event is emitted until :meth:`speak` takes the returned reply. Tasks
+        it starts copy the caller's context (a tool gate set there holds in them)."""
+        self._loop = asyncio.get_running_loop()
+        reply = _Reply(utterance_id, time.monotonic(), held=[])
+        sentences: asyncio.Queue[object] = asyncio.Queue()
+        reader = asyncio.create_task(self._read(deltas, sentences, reply), name=f"held-read-{utterance_id}")
+        produce = asyncio.create_task(self._synthesize(sentences, reply), name=f"held-tts-{utterance_id}")
+        return HeldReply(reply, reader, produce)
+
+    async def _release(self, held: HeldReply, utterance_id: str, on_started: Callable[[], None] | None,
+                       on_outcome: Callable[[ReplyOutcome], None] | None) -> ReplyOutcome:
+        reply = held._reply
+        if held.taken or reply.utterance_id != utterance_id or reply.held is None:
+            raise ValueError(f"held reply {reply.utterance_id!r} cannot be spoken as {utterance_id!r}")
+        if utterance_id in self._active:
+            raise ValueError(f"utterance {utterance_id!r} is already being spoken")
+        held.taken = True
+        if held.on_release is not None:
+            held.on_release()
+        reply.on_started, reply.on_outcome = on_started, on_outcome
+        self._active[utterance_id] = reply
+        reply.released = time.monotonic()
+        made, reply.held = reply.held, None
+        for pcm, text, word_ends in made:
+            self.speaker.enqueue(pcm, utterance_id=utterance_id, text=text, word_ends=word_ends)
+
+        async def produced() -> None:
+            await held._produce
+
+        async def cleanup() -> None:
+            await _stop_task(held._reader)
+            self.synthesizer.release_memory(then=release_memory)
+
+        return await self._deliver(reply, produced(), cleanup, "the reply could not be spoken")
 
     async def play(self, audio: AsyncIterable[TtsAudio], utterance_id: str, *,
                    on_started: Callable[[], None] | None = None,
@@ -371,6 +457,9 @@ class ReplySpeaker:
         reply.segments.append((sentence, first_chunk))
         if reply.first_audio is None:
             reply.first_audio = time.monotonic()
+        if reply.held is not None:  # prepared ahead: queued on the speaker when released
+            reply.held.append((pcm, audio.text, word_ends))
+            return
         self.speaker.enqueue(pcm, utterance_id=reply.utterance_id, text=audio.text, word_ends=word_ends)
 
     async def _wait_played(self, reply: _Reply) -> None:
@@ -422,8 +511,10 @@ class ReplySpeaker:
         reply.segments_started += 1
         if reply.first_played is None:
             reply.first_played = stamp
+            # a held reply: from its release (when its turn was over), not from its preparation
+            since = reply.released if reply.released is not None else reply.started
             self.bus.emit(EventType.REPLY_STARTED, utterance_id=reply.utterance_id,
-                          latency_ms=round((stamp - reply.started) * 1000.0, 1))
+                          latency_ms=round((stamp - since) * 1000.0, 1))
             if reply.on_started is not None:
                 reply.on_started()
         if first_chunk:

@@ -15,10 +15,12 @@ from edgevoice.audio.hearing.asr import AsrResult, AsrSession
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings
 from edgevoice.audio.hearing.listener import (
+    EarlyTranscript,
     FinalTranscript,
     HearingEvent,
     Listener,
     PartialTranscript,
+    SpeechResumed,
     SpeechStopped,
 )
 from edgevoice.audio.hearing.vad import VoiceActivity
@@ -90,9 +92,14 @@ def test_the_final_pass_runs_in_the_closing_silence_and_hears_the_same_words(
     # ...and the turn reads the same, with the same events in the same order.
     assert one_final(early).text == one_final(late).text != ""
     def turn_events(events: list[HearingEvent]) -> list[type]:
-        return [type(e) for e in events if not isinstance(e, PartialTranscript)]
+        return [type(e) for e in events if not isinstance(e, PartialTranscript | EarlyTranscript)]
 
     assert turn_events(early) == turn_events(late)
+    # the early transcript (what a reply may be prepared on) is the turn's final text, told
+    # before the turn ended; without an early final there is none
+    (told,) = [e for e in early if isinstance(e, EarlyTranscript)]
+    assert told.result().text == one_final(early).text and told.t < stop.detected
+    assert not [e for e in late if isinstance(e, EarlyTranscript | SpeechResumed)]
     assert [w.word for w in one_final(early).words] == [w.word for w in one_final(late).words]
 
 
@@ -118,6 +125,12 @@ def test_speech_after_the_early_final_is_the_same_turns_next_words(asr: Recordin
     partials = [e.text for e in events if isinstance(e, PartialTranscript)]
     assert any(p.startswith(before.text + " ") for p in partials)
     assert partials[-1] == final.text
+    # each pause told its early transcript; the speech that came back after the first said so
+    told = [e for e in events if isinstance(e, EarlyTranscript | SpeechResumed)]
+    assert [type(e) for e in told] == [EarlyTranscript, SpeechResumed, EarlyTranscript]
+    assert isinstance(told[0], EarlyTranscript) and told[0].result().text == before.text
+    assert isinstance(told[2], EarlyTranscript) and told[2].result().text == final.text
+    assert told[1].t == pytest.approx(scene.spans[1][0], abs=0.2)
 
 
 def test_early_final_off_keeps_one_pass_at_the_end(asr: RecordingPocketsphinx) -> None:

@@ -13,10 +13,12 @@ from edgevoice.audio.hearing.asr import AsrEngine, AsrResult, AsrSession, make_r
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings, SpeechStarted
 from edgevoice.audio.hearing.listener import (
+    EarlyTranscript,
     FinalTranscript,
     HearingEvent,
     Listener,
     PartialTranscript,
+    SpeechResumed,
     SpeechStopped,
     TurnDiscarded,
     WakeWordDetected,
@@ -51,7 +53,8 @@ def feed(listener: Listener, audio: Pcm) -> list[HearingEvent]:
 
 
 def kinds(events: Sequence[HearingEvent]) -> list[type]:
-    return [type(e) for e in events if not isinstance(e, PartialTranscript)]
+    # the early final's events are the runtime's (speculation), told in the closing silence
+    return [type(e) for e in events if not isinstance(e, PartialTranscript | EarlyTranscript | SpeechResumed)]
 
 
 def finals(events: Sequence[HearingEvent]) -> list[FinalTranscript]:

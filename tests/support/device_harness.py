@@ -110,7 +110,10 @@ async def running_device(
     notifier: Notifier | None = None,
     echo_gain_db: float = -10.0,
     geometry: ArrayGeometry | None = None,
+    speed: float = 0.0,
 ) -> AsyncIterator[Device]:
+    """``speed`` 0: virtual time; 1: the room's clock keeps to the wall clock (what a person
+    waits, where the agent's and piper's wall time must show on the audio clock)."""
     grammar = "[" + ", ".join(f'"{p}"' for p in PHRASES) + "]"
     for phrase in (*PHRASES, WAKE_PHRASE):
         voice(phrase)
@@ -129,7 +132,7 @@ async def running_device(
     config_file = tmp_path / "config.toml"  # the daemon's own file: set_config and SIGHUP use it
     config_file.touch()
     loaded = load_config(config_file, overrides)
-    room = SimulatedRoom(160, speed=0, echo_gain_db=echo_gain_db, echo_delay_ms=20, rt60_s=0.2,
+    room = SimulatedRoom(160, speed=speed, echo_gain_db=echo_gain_db, echo_delay_ms=20, rt60_s=0.2,
                          noise_dbfs=-75, seed=1, record_dir=tmp_path / "room", geometry=geometry)
     device = Device(room)
     device.daemon = Daemon(loaded, config_path=config_file, overrides=overrides, backend=room,

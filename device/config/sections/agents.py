@@ -78,6 +78,17 @@ class LlmConfig:
     max_tool_rounds: int = setting(
         4, "Follow-up requests with tool results allowed in one turn.", minimum=0, maximum=20
     )
+    speculate: str = setting(
+        "auto",
+        "Prepare the reply in the silence that ends a turn: once the early final's text is "
+        "known ([asr] early_final_ms) the request goes out and the first words are synthesized, "
+        "held; they play the moment the turn ends with the same words, and are dropped unheard "
+        "(no event, no history, no tool run) if the person goes on or the final differs. "
+        "auto: openai and ollama (stateless chat); on: also the agent provider (only if its "
+        "server keeps no state per request and acts on nothing); off: never. homeassistant, "
+        "local and operator never are.",
+        choices=("auto", "on", "off"),
+    )
     gpio_outputs: tuple[GpioOutputConfig, ...] = setting(
         (),
         "GPIO outputs offered as tools: [[llm.gpio_outputs]] tables with name, pin, "
