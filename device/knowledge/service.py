@@ -62,7 +62,7 @@ class KnowledgeBase:
         self._reader: KnowledgeIndex | None = None
         self._topics: tuple[str, ...] = ()
         self.last_build: BuildReport | None = None
-        # The second stage ([knowledge] rerank): loaded by open() (a worker thread at
+        # The second stage ([knowledge] rerank): loaded by build() (in a worker thread at
         # start: the model takes about half a second to load), or passed in.
         self.reranker = reranker
         self._rerank_loaded = reranker is not None
@@ -83,13 +83,13 @@ class KnowledgeBase:
                              chunk_chars=self.config.chunk_chars, full=full, strict=strict)
         for warning in report.warnings:
             _LOGGER.warning("knowledge: %s", warning)
+        self.load_reranker()  # here, off the event loop: the daemon builds in a worker thread
         return report, KnowledgeIndex(self.index_path)
 
     def open(self, *, full: bool = False) -> BuildReport:
         """Build (incrementally) and start answering from the result."""
         report, reader = self.build(full=full)
         self.swap_reader(reader, report)
-        self.load_reranker()
         return report
 
     def load_reranker(self) -> Reranker | None:

