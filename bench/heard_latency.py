@@ -2,6 +2,7 @@
 
     ./dev bench heard_latency [--configs off-20,off-50,smart-20,smart-50] [--lines N]
                               [--shape sse|text|openai] [--alsa CONFIG] [--set KEY=VALUE]
+                              [--speculate off,on]
 
 The whole daemon runs at 1x in the simulated room (bench/voice_to_voice.py's settings:
 echo -10 dB after 20 ms, RT60 0.25 s), with pocketsphinx and the bundled piper voice, and
@@ -27,6 +28,12 @@ Measured per turn, on the room's own clock:
 - beside it, the physical floor in the same run: raw piper (loaded as the daemon loads it:
   ``PiperTts``, ``[tts] threads``) synthesizing the same first piece, and pocketsphinx's
   raw final decode of the same utterance (bench/voice_to_voice.py's).
+
+``--speculate off,on`` runs each configuration with each ``[llm] speculate`` value ("on":
+the agent provider is speculated too; the paced agent keeps no state): per turn the
+speculative requests sent and whether one was used (``metrics.turn``), and the daemon
+process's CPU per turn (piper and the front end run in it; the recognizer's worker does
+not, and its work is the same either way), so the cost of the dropped ones shows.
 
 ``--alsa CONFIG`` also runs that one configuration (validation set) on FIFO-paced ALSA PCMs
 (alsa-lib's ``file`` plugin, bench/realtime_conversation.py's machinery): there the lines
@@ -72,6 +79,7 @@ RATE = 16000
 GAP_MS = 150.0
 SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
 PAUSE_S = 1.0  # the person speaks this long after the reply has finished
+CPU_S: dict[str, float] = {}  # configuration -> the daemon process's CPU seconds over its run
 TURN_TIMEOUT_S = 40.0
 
 # (what the person asks, what the agent answers). Shapes: long openers with no comma
@@ -158,6 +166,9 @@ class TurnResult:
     raw_piper_ms: float | None = None
     raw_asr_ms: float | None = None
     problem: str = ""
+    speculations: int = 0  # speculative requests sent in the turn
+    speculation: str = ""  # used | dropped (none of them was used)
+    drops: list[str] = field(default_factory=list)  # why each dropped one was
 
 
 def speech_end_offset_s(pcm: np.ndarray[Any, Any]) -> float:
@@ -249,7 +260,11 @@ def _turn_from_events(result: TurnResult, events: list[Event], eos_s: float) -> 
         result.status = str(done[0].get("status", ""))
     if metrics:
         marks = metrics[0].get("marks_s", {})
-        result.stages_ms = {name: (float(marks[name]) - eos_s) * 1000.0 for name in STAGES if name in marks}
+        result.stages_ms = {name: (float(marks[name]) - eos_s) * 1000.0 for name in (*STAGES, "speculated")
+                            if name in marks}
+        result.speculations = int(metrics[0].get("speculations", 0))
+        result.speculation = str(metrics[0].get("speculation", ""))
+        result.drops = [str(d) for d in metrics[0].get("speculation_drops", [])]
     utterance = str(done[0].get("utterance_id", "")) if done else ""
     return utterance, str(pieces[0].get("text", "")) if pieces else ""
 
@@ -272,10 +287,12 @@ async def run_room(name: str, lines: tuple[tuple[str, str, str], ...], voices: d
             queue.put_nowait(event)
 
         daemon, runner = await _start(loaded, state, room, on_event)
+        cpu_start = time.process_time()
         try:
             await asyncio.sleep(1.0)
             for split, question, reply in lines:
-                await agent.post({"replies": [reply]})
+                # every request of the line gets its reply (a dropped speculative one too)
+                await agent.post({"replies": [], "default_reply": reply})
                 events.clear()
                 while not queue.empty():
                     queue.get_nowait()
@@ -290,6 +307,7 @@ async def run_room(name: str, lines: tuple[tuple[str, str, str], ...], voices: d
                     result.gaps_ms = inserted_gaps_ms(reply_segments(daemon, utterance))
                 results.append(result)
         finally:
+            CPU_S[name] = time.process_time() - cpu_start
             await stop(daemon, runner)
         speaker, _ = read_wav(Path(tmp) / "speaker.wav")
     for result in results:
@@ -445,10 +463,35 @@ def report(name: str, where: str, results: list[TurnResult], ms_per_word: float,
               + (" (target 0 at 20 ms/word)" if ms_per_word == 20 else ""))
 
 
+def speculation_report(results: list[TurnResult], cpu_s: float | None) -> None:
+    """Per set: turns whose reply was the speculative one, speculative requests sent and
+    dropped (wasted), when the used one went out; the daemon's CPU per turn."""
+    print("\n| set | turns | speculation used | speculative requests | dropped (wasted) | why dropped "
+          "| request out (median ms from end of speech) |")
+    print("|---|---|---|---|---|---|---|")
+    for split in ("tuning", "validation"):
+        rows = [r for r in results if r.split == split]
+        if not rows:
+            continue
+        used = [r for r in rows if r.speculation == "used"]
+        sent = sum(r.speculations for r in rows)
+        dropped = sent - len(used)
+        why: dict[str, int] = {}
+        for r in rows:
+            for reason in r.drops:
+                why[reason] = why.get(reason, 0) + 1
+        out = [r.stages_ms["speculated"] for r in used if "speculated" in r.stages_ms]
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "-"
+        print(f"| {split} | {len(rows)} | {len(used)} | {sent} | {dropped} | {reasons} | {_fmt(out)} |")
+    if cpu_s is not None and results:
+        print(f"\nthe daemon process's CPU over the run: {cpu_s:.1f} s, "
+              f"{cpu_s / len(results):.2f} s per turn")
+
+
 def per_turn(results: list[TurnResult]) -> None:
     print("\n| set | question | heard as | status | heard ms | endpoint | first token | first piece | "
-          "audio ready | first sample | raw piper | gaps ms | first piece |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "audio ready | first sample | raw piper | gaps ms | first piece | speculation (requests) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         st = r.stages_ms
         cell = " | ".join(f"{st[s]:.0f}" if s in st else "-" for s in
@@ -457,7 +500,7 @@ def per_turn(results: list[TurnResult]) -> None:
         heard = f"{r.heard_ms:.0f}" if r.heard_ms is not None else "-"
         raw = f"{r.raw_piper_ms:.0f}" if r.raw_piper_ms is not None else "-"
         print(f"| {r.split} | {r.question} | {r.heard_as} | {r.status or r.problem} | {heard} | {cell} | "
-              f"{raw} | {gaps} | {r.first_piece!r} |")
+              f"{raw} | {gaps} | {r.first_piece!r} | {r.speculation or '-'} ({r.speculations}) |")
 
 
 async def main() -> None:
@@ -469,6 +512,8 @@ async def main() -> None:
     parser.add_argument("--per-turn", action="store_true", help="print every turn")
     parser.add_argument("--json", default="", help="write every turn's figures here")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--speculate", default="",
+                        help="run each configuration with each of these [llm] speculate values, e.g. off,on")
     args = parser.parse_args()
     lines = tuple(("tuning", q, r) for q, r in TUNING[: args.lines]) + tuple(
         ("validation", q, r) for q, r in VALIDATION[: args.lines])
@@ -479,22 +524,27 @@ async def main() -> None:
     agent = Agent(args.shape)
     everything: dict[str, list[TurnResult]] = {}
     try:
-        runs = [(name, "simulated room 1x") for name in args.configs.split(",") if name]
+        speculate = [f"llm.speculate={value}" for value in args.speculate.split(",") if value] or [""]
+        runs = [(name, "simulated room 1x", spec) for name in args.configs.split(",") if name
+                for spec in speculate]
         if args.alsa:
-            runs.append((args.alsa, "FIFO-paced ALSA PCMs"))
-        for name, where in runs:
+            runs.append((args.alsa, "FIFO-paced ALSA PCMs", speculate[0]))
+        for name, where, spec in runs:
+            extra = [*args.set, spec] if spec else list(args.set)
             if where.startswith("FIFO"):
                 chosen = tuple(line for line in lines if line[0] == "validation")
-                results = await run_alsa(name, chosen, voices, agent=agent, state=state, extra=args.set)
+                results = await run_alsa(name, chosen, voices, agent=agent, state=state, extra=extra)
             else:
-                results = await run_room(name, lines, voices, agent=agent, state=state, extra=args.set)
-            loaded = load_config(None, [*BASE, *args.set], search_paths=[])
+                results = await run_room(name, lines, voices, agent=agent, state=state, extra=extra)
+            loaded = load_config(None, [*BASE, *extra], search_paths=[])
             await asyncio.to_thread(floors, results, voices, loaded.config.tts)
             turn_model, ms_per_word = CONFIGS[name]
-            report(name, f"{where}, agent shape {args.shape}", results, ms_per_word, turn_model)
+            label = f"{name} {spec}".strip()
+            report(label, f"{where}, agent shape {args.shape}", results, ms_per_word, turn_model)
+            speculation_report(results, CPU_S.pop(name, None))
             if args.per_turn:
                 per_turn(results)
-            everything[f"{name} ({where})"] = results
+            everything[f"{label} ({where})"] = results
             sys.stdout.flush()
     finally:
         agent.close()

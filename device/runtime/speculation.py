@@ -83,7 +83,9 @@ class Drop(StrEnum):
     NOT_SENT = "not_sent"  # the turn went elsewhere, or listening ended without it
 
 
+# metrics.turn "speculation": the reply played was the prepared one, or none of them was
 USED = "used"
+DROPPED = "dropped"
 
 
 # --- the decisions (pure) --------------------------------------------------------------------
@@ -301,8 +303,12 @@ class Speculator:
             self._drop(attempt, reason)
 
     def _drop(self, attempt: _Attempt, reason: Drop) -> None:
-        if attempt.held is not None:
-            attempt.turn.timeline.extra["speculation"] = str(reason)
+        if attempt.held is not None:  # a request went out: the turn's metrics say why it was dropped
+            extra = attempt.turn.timeline.extra
+            extra["speculation"] = DROPPED
+            drops = extra.setdefault("speculation_drops", [])
+            if isinstance(drops, list):
+                drops.append(str(reason))
             _LOGGER.debug("speculation dropped (%s)", reason)
         task = asyncio.create_task(self._discard(attempt), name="speculation-drop")
         self._dropping.add(task)

@@ -13,7 +13,8 @@ Endpoints (aiohttp; every reply is paced the same way):
   word, a ``finish_reason: "stop"`` chunk, ``data: [DONE]``. A request without
   ``stream: true`` gets 400 (the device always streams).
 - ``POST /script`` ``{"replies": [...]}`` — replies to give next, in order (a chat turn
-  with none queued gets ``default_reply``); ``GET /log`` — every chat request as served.
+  with none queued gets ``default_reply``, which ``{"default_reply": "..."}`` sets: a device
+  that speculates may send a turn twice); ``GET /log`` — every chat request as served.
 
 What an LLM does that this copies: tokens are words with their leading whitespace
 (``"Sure"``, ``" the"``, ``"\\n- Milk"``), so a sentence end only becomes certain when the
@@ -182,6 +183,8 @@ async def script(request: web.Request) -> web.Response:
     if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
         raise web.HTTPBadRequest(text='send {"replies": ["...", ...]}')
     state.queue.extend(replies)
+    if isinstance(body.get("default_reply"), str):  # what every request gets while none is queued
+        state.default_reply = body["default_reply"]
     if "pacing" in body:  # change the pacing between runs: {"ms_per_word": 50, ...}
         state.pacing = replace(state.pacing, **body["pacing"])
     return web.json_response({"queued": len(state.queue)})

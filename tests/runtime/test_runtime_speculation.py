@@ -1,0 +1,184 @@
+"""Speculation, end to end: the whole daemon in the simulated room at 1x (the room's clock
+keeps to the wall clock, so the agent's and piper's time show on it), free-form
+pocketsphinx, and an LLM-paced agent on loopback (tests/support/llm_paced_agent.py)
+speaking the OpenAI chunk stream or the agent contract.
+
+- used: the request goes out in the closing silence, the server gets it once, the first
+  sound comes sooner than with ``[llm] speculate = "off"`` in the same scene, and the events
+  are those of a turn without speculation;
+- the person goes on after a pause past ``early_final_ms`` but short of the end silence: the
+  prepared request is closed, nothing of it plays, no event or history of it is left, and
+  the agent gets the whole turn;
+- never: Home Assistant (it executes commands) and the agent contract unless opted in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from support.agent_server import example_server
+from support.device_harness import Device, running_device, voice
+from support.llm_paced_agent import PacedState, Pacing, paced_agent, tokens
+
+from edgevoice.audio.io.wav import read_wav
+from edgevoice.device.events import Event, EventType
+from edgevoice.device.runtime.controls import normalise
+
+QUESTION = "what is the weather like tomorrow"
+FIRST_PART, SECOND_PART = "what is the weather like", "in paris on sunday"
+PAUSE_S = 0.45  # past [asr] early_final_ms (300), short of [endpoint] end_silence_ms (600)
+# Long enough to be still streaming when the person goes on (60 words at 20 ms a word).
+LONG = ("I looked up the forecast for you and tomorrow looks mostly sunny in the morning with "
+        "clouds building up after lunch and a chance of light rain in the evening so take a jacket "
+        "if you are out late and maybe an umbrella too because the wind will pick up after dark "
+        "and the temperature drops to around eight degrees by midnight which is cold for May.")
+REPLY = "It will be sunny and warm. Take a hat."
+FREE_FORM = ["asr.grammar=[]", "llm.tools=[]"]
+# Event types whose number depends on the machine's pace, not on what the device did.
+VARYING = {EventType.TRANSCRIPT_USER_DELTA, EventType.BARGE_IN_MODE, EventType.AEC_STATUS}
+
+
+def openai(url: str, speculate: str) -> list[str]:
+    return ["llm.provider=openai", f"openai.base_url={url}/v1", f"llm.speculate={speculate}", *FREE_FORM]
+
+
+def turn_events(device: Device) -> list[Event]:
+    return [e for e in device.events if e.type not in VARYING]
+
+
+def asked(state: PacedState) -> list[str]:
+    return [str(s.body["messages"][-1]["content"]) for s in state.log]
+
+
+async def one_turn(tmp_path: Path, extra: list[str], say: Any) -> tuple[Device, dict[str, Any]]:
+    """Start a device, let ``say`` put the person's words in the room, wait for the reply and
+    its metrics; returns the device (stopped) and the turn's metrics.turn."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    async with running_device(tmp_path, extra, speed=1.0) as device:
+        say(device)
+        await device.wait_for(EventType.REPLY_DONE, timeout_s=60, status="completed")
+        metrics = await device.wait_for(EventType.METRICS_TURN, timeout_s=10)
+    return device, metrics.data
+
+
+def say_question(device: Device) -> None:
+    device.say(QUESTION, after_s=0.5)
+
+
+def say_with_a_pause(device: Device) -> float:
+    """The question in two parts with a pause between; returns where (room clock) the first
+    part ends."""
+    first, second = voice(FIRST_PART), voice(SECOND_PART)
+    at = device.room.add_talker(first, after_s=0.5)
+    device.room.add_talker(second, after_s=0.5 + len(first) / 16000 + PAUSE_S)
+    return at + len(first) / 16000
+
+
+def first_sound_s(device: Device) -> float:
+    """Wall-clock seconds from the end of the person's speech (as the endpointer saw it) to
+    the first sample of the reply leaving the loudspeaker."""
+    (stopped,) = device.of(EventType.SPEECH_STOPPED)
+    (started,) = device.of(EventType.REPLY_STARTED)
+    return started.ts - stopped.ts
+
+
+def shape(events: list[Event]) -> list[tuple[str, tuple[str, ...]]]:
+    """Each event's type and field names (metrics.turn's speculation figures aside)."""
+    extra = {"speculation", "speculations", "speculation_drops"}
+    return [(str(e.type), tuple(sorted(k for k in e.data if k not in extra))) for e in events]
+
+
+async def test_a_reply_prepared_in_the_closing_silence_plays_sooner_with_the_same_events(
+        tmp_path: Path) -> None:
+    for text in (QUESTION, FIRST_PART, SECOND_PART):
+        voice(text)
+    runs: dict[str, tuple[Device, dict[str, Any], list[str]]] = {}
+    for speculate in ("off", "auto"):
+        async with paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (url, state):
+            device, metrics = await one_turn(tmp_path / speculate, openai(url, speculate), say_question)
+            runs[speculate] = (device, metrics, asked(state))
+    (off, off_metrics, off_asked), (on, on_metrics, on_asked) = runs["off"], runs["auto"]
+    heard = on.of(EventType.TRANSCRIPT_USER)[0].data["text"]
+    # one request each, with the turn's words
+    assert off_asked == [off.of(EventType.TRANSCRIPT_USER)[0].data["text"]]
+    assert [normalise(t) for t in on_asked] == [normalise(heard)]
+    # it went out before the turn ended, and its reply was the one played
+    marks = on_metrics["marks_s"]
+    assert on_metrics["speculation"] == "used" and on_metrics["speculations"] == 1
+    assert marks["speculated"] == marks["request_sent"] < marks["endpoint"] < marks["asr_final"]
+    assert "speculated" not in off_metrics["marks_s"] and "speculation" not in off_metrics
+    # the first sound came sooner: the agent's first words and piper's first piece were
+    # ready (or on their way) when the turn ended
+    assert first_sound_s(on) < first_sound_s(off) - 0.05, (first_sound_s(on), first_sound_s(off))
+    # a turn's events, as without speculation
+    assert shape(turn_events(on)) == shape(turn_events(off))
+    for device in (on, off):
+        assert [e.data["text"] for e in device.of(EventType.TRANSCRIPT_AGENT)] == [
+            "It will be sunny and warm.", "Take a hat."]
+
+
+async def test_the_person_going_on_after_a_pause_closes_the_prepared_request_unheard(
+        tmp_path: Path) -> None:
+    first_end: list[float] = []
+    async with paced_agent(Pacing(ms_per_word=20)) as (url, state):
+        state.queue.extend([LONG, REPLY])  # the prepared request gets LONG; the turn's own REPLY
+        device, metrics = await one_turn(tmp_path, openai(url, "auto"),
+                                         lambda d: first_end.append(say_with_a_pause(d)))
+        log = list(state.log)
+    (final,) = device.of(EventType.TRANSCRIPT_USER)
+    whole = str(final.data["text"])
+    # the request prepared on the first part was sent, then closed mid-stream by the device
+    assert len(log) == 2, asked(state)
+    cut, answered = log
+    before = str(cut.body["messages"][-1]["content"])
+    assert cut.text == LONG and 0 < cut.words < len(tokens(LONG))
+    assert whole.startswith(before + " ") and len(whole.split()) > len(before.split())
+    # the agent got the whole turn, with no history of the dropped request
+    assert normalise(str(answered.body["messages"][-1]["content"])) == normalise(whole)
+    assert [m["role"] for m in answered.body["messages"]] == ["system", "user"]
+    # nothing of LONG was played or published; one request, one reply, one metrics
+    spoken = [e.data["text"] for e in device.of(EventType.TRANSCRIPT_AGENT)]
+    assert spoken == ["It will be sunny and warm.", "Take a hat."]
+    assert [len(device.of(t)) for t in (EventType.REPLY_REQUESTED, EventType.REPLY_STARTED,
+                                        EventType.REPLY_DONE, EventType.METRICS_TURN)] == [1, 1, 1, 1]
+    assert not any("midnight" in str(e.data) for e in device.events)
+    assert "resumed" in metrics["speculation_drops"]
+    agent = device.daemon.agent
+    assert agent is not None
+    assert [(x.user, x.assistant) for x in agent.history] == [(answered.body["messages"][-1]["content"],
+                                                               "It will be sunny and warm. Take a hat.")]
+    # the loudspeaker was silent from the first part's end until the turn had ended
+    speaker, _ = read_wav(device.room.recording_paths()["speaker"])
+    (stopped,) = device.of(EventType.SPEECH_STOPPED)
+    assert np.any(speaker) and not np.any(speaker[int(first_end[0] * 16000):
+                                                  int(stopped.data["detected_s"] * 16000)])
+
+
+@pytest.mark.parametrize("provider", ["homeassistant", "agent"])
+async def test_home_assistant_and_the_agent_contract_are_never_speculated_on_auto(
+        tmp_path: Path, provider: str) -> None:
+    async with example_server() as server, paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (
+            url, state):
+        wire = ([f"homeassistant.url={server.url}", "llm.speculate=on"] if provider == "homeassistant"
+                else [f"agent.url={url}/agent", "llm.speculate=auto"])
+        device, metrics = await one_turn(tmp_path, [f"llm.provider={provider}", *wire, *FREE_FORM],
+                                         say_with_a_pause)
+        path = "/api/conversation/process" if provider == "homeassistant" else "/agent"
+        requests = server.state.bodies(path) if provider == "homeassistant" else [s.body for s in state.log]
+    (final,) = device.of(EventType.TRANSCRIPT_USER)
+    assert len(requests) == 1  # the whole turn, once: nothing went out in the pauses
+    assert requests[0]["text"] == final.data["text"]
+    assert "speculated" not in metrics["marks_s"] and "speculations" not in metrics
+
+
+async def test_the_agent_contract_is_speculated_when_opted_in(tmp_path: Path) -> None:
+    # the other side of the test above: the same scene, speculate = "on"
+    async with paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (url, state):
+        _, metrics = await one_turn(tmp_path, ["llm.provider=agent", f"agent.url={url}/agent",
+                                               "llm.speculate=on", *FREE_FORM], say_with_a_pause)
+        served = list(state.log)
+    assert metrics["speculations"] >= 1 and "speculated" in metrics["marks_s"]
+    assert len(served) == metrics["speculations"] + (metrics["speculation"] != "used")

@@ -1,0 +1,108 @@
+"""Speculation's decisions (device/runtime/speculation.py), pure: which providers, when to
+prepare a reply on an early final, when the prepared reply is the turn's, what a tool
+call in it does."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgevoice.device.agents import PROVIDERS
+from edgevoice.device.runtime.speculation import (
+    Drop,
+    Speculate,
+    commit_refusal,
+    on_tool_call,
+    speculates,
+    start_refusal,
+)
+
+
+@pytest.mark.parametrize(("setting", "allowed"), [
+    ("auto", {"openai", "ollama"}),
+    ("on", {"openai", "ollama", "agent"}),
+    ("off", set()),
+])
+def test_only_stateless_chat_is_speculated_on_auto_and_the_agent_contract_only_when_asked(
+        setting: str, allowed: set[str]) -> None:
+    assert {p for p in PROVIDERS if speculates(setting, p)} == allowed
+    # Home Assistant executes commands, the local agent acts on the device, the operator is
+    # a person: never, whatever the setting
+    for provider in ("homeassistant", "local", "operator"):
+        assert not speculates(setting, provider)
+
+
+def test_the_settings_are_the_config_choices() -> None:
+    from dataclasses import fields
+
+    from edgevoice.device.config.fields import check_of
+    from edgevoice.device.config.schema import LlmConfig
+
+    (field,) = [f for f in fields(LlmConfig) if f.name == "speculate"]
+    check = check_of(field)
+    assert check is not None and set(check.choices or ()) == {str(s) for s in Speculate}
+
+
+LISTENING = {"allowed": True, "listening": True, "accepted": True, "remote": False}
+
+
+def test_an_early_final_of_the_person_s_turn_is_prepared() -> None:
+    assert start_refusal(**LISTENING) is None  # before its text is known
+    assert start_refusal(**LISTENING, text="what is the weather like tomorrow") is None
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"allowed": False}, "provider"),
+    ({"listening": False}, "not_listening"),  # e.g. the device is speaking
+    ({"accepted": False}, "not_listening"),  # heard over the device's reply, not a barge-in yet
+    ({"remote": True}, "remote"),  # Home Assistant's pipeline answers
+])
+def test_nothing_is_prepared_outside_a_turn_of_the_person_s_for_the_agent(
+        change: dict[str, bool], why: str) -> None:
+    assert start_refusal(**{**LISTENING, **change}, text="what time is it") == why
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("", "no_words"), (" . ", "no_words"),
+    ("start over", "control"), ("stop please", "control"), ("Goodbye.", "control"),
+])
+def test_words_the_device_answers_itself_never_reach_the_agent_early(text: str, why: str) -> None:
+    assert start_refusal(**LISTENING, text=text) == why
+
+
+def test_a_question_that_only_mentions_a_control_word_is_prepared() -> None:
+    assert start_refusal(**LISTENING, text="how do i stop the dishwasher") is None
+
+
+READY = {"same_turn": True, "prepared": True, "failed": False}
+
+
+@pytest.mark.parametrize(("early", "final"), [
+    ("what is the weather like tomorrow", "what is the weather like tomorrow"),
+    ("What is the weather like tomorrow?", "what is the weather like tomorrow"),
+    ("what's the  time", "What's the time."),
+])
+def test_the_prepared_reply_is_released_when_the_final_says_the_same(early: str, final: str) -> None:
+    assert commit_refusal(**READY, early_text=early, final_text=final) is None
+
+
+@pytest.mark.parametrize(("early", "final"), [
+    ("what is the weather", "what is the weather like tomorrow"),  # they went on
+    ("set a timer for ten minutes", "set a timer for two minutes"),
+    ("what is the weather like tomorrow", "what is the weather like tomorrow in paris"),
+])
+def test_a_different_final_drops_it(early: str, final: str) -> None:
+    assert commit_refusal(**READY, early_text=early, final_text=final) is Drop.DIFFERENT
+
+
+def test_it_is_dropped_for_another_turn_before_it_was_ready_or_after_it_failed() -> None:
+    text = "what time is it"
+    assert commit_refusal(**{**READY, "same_turn": False}, early_text=text, final_text=text) is Drop.NOT_SENT
+    assert commit_refusal(**READY, early_text=None, final_text=text) is Drop.NOT_READY
+    assert commit_refusal(**{**READY, "prepared": False}, early_text=text, final_text=text) is Drop.NOT_READY
+    assert commit_refusal(**{**READY, "failed": True}, early_text=text, final_text=text) is Drop.FAILED
+
+
+def test_a_reply_that_starts_with_a_tool_call_is_dropped_one_with_words_first_waits() -> None:
+    assert on_tool_call(committed=False, saw_text=False) is Drop.TOOL_CALL
+    assert on_tool_call(committed=False, saw_text=True) is None  # held until the commit
+    assert on_tool_call(committed=True, saw_text=False) is None  # the turn's own reply now
