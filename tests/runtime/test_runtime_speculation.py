@@ -14,6 +14,7 @@ speaking the OpenAI chunk stream or the agent contract.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ def asked(state: PacedState) -> list[str]:
 async def one_turn(tmp_path: Path, extra: list[str], say: Any) -> tuple[Device, dict[str, Any]]:
     """Start a device, let ``say`` put the person's words in the room, wait for the reply and
     its metrics; returns the device (stopped) and the turn's metrics.turn."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(tmp_path.mkdir, parents=True, exist_ok=True)
     async with running_device(tmp_path, extra, speed=1.0) as device:
         say(device)
         await device.wait_for(EventType.REPLY_DONE, timeout_s=60, status="completed")
