@@ -14,7 +14,8 @@ occurs 12-30 times over the 60 rooms; the numbers are uniform within their range
   end raised where the room is too big to be that dead: Sabine absorption <= 0.9);
 - loudspeaker 3-30 cm from the mic, aimed 0-180 degrees away from it, a frequency-
   independent cardioid-family pattern (p 0.55-0.9: 0.1-0.8 of the on-axis gain behind);
-- bulk delay 0-300 ms; clock drift none / 5-50 / 75-150 ppm, either sign;
+- bulk delay 0-300 ms; clock drift none / 5-50 / 75-150 ppm, either sign (the reference
+  resampled band-limited, ``clock.py``);
 - the small loudspeaker: a 150-300 Hz high-pass always; a resonance (+4 to +10 dB at
   250-900 Hz, Q 1.5-4) in half the rooms, before the clipping; clipping none / soft
   (tanh, drive 0.5-2.5) / hard (at 60-95 % of the reference's peak): the distortion sits
@@ -46,7 +47,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "aec"))
+sys.path.insert(1, str(Path(__file__).resolve().parent))
 
+import clock  # type: ignore[import-not-found]  # beside this file
 from scenarios import (  # type: ignore[import-not-found]  # bench/aec, put on the path above
     CACHE,
     ESPEAK_VOICES,
@@ -497,8 +500,7 @@ def make_room(spec: RoomSpec, *, seed: int = SEED) -> Room:
     reference = far_end_reference(rng, total, silent_s=(T_NA, T_FAR2))  # the near end alone
 
     played = loudspeaker(spec, reference)
-    positions = np.arange(total) * (1.0 + spec.drift_ppm * 1e-6)  # the loudspeaker's clock
-    played = np.interp(positions, np.arange(total), played, right=0.0)
+    played = clock.play_at_rate(played, spec.drift_ppm)  # the loudspeaker's clock, band-limited
     bulk = int(spec.delay_ms * RATE / 1000)
     played = np.concatenate((np.zeros(bulk), played))[:total]
 
@@ -546,7 +548,7 @@ def make_room(spec: RoomSpec, *, seed: int = SEED) -> Room:
 
 def spec_key(spec: RoomSpec) -> str:
     """A cache key: the parameters and this file's text (a changed generator re-makes)."""
-    text = Path(__file__).read_bytes() + repr(asdict(spec)).encode()
+    text = Path(__file__).read_bytes() + Path(clock.__file__).read_bytes() + repr(asdict(spec)).encode()
     return hashlib.sha1(text).hexdigest()[:16]
 
 
