@@ -54,6 +54,7 @@ from edgevoice.audio.aec.delay import DelayEstimator
 from edgevoice.audio.aec.fft import rfft
 from edgevoice.audio.aec.fractional import TAP_STEPS, TAP_TABLE_REV, TAPS
 from edgevoice.audio.aec.kernel import choose_kernel
+from edgevoice.audio.aec.leak import LeakEstimate
 
 # The block's sizes and the precision are the numpy path's: one definition, so the engine
 # and its reference path cannot drift apart.
@@ -79,15 +80,15 @@ _SCALE = 1.0 / 32768.0
 _SETTLED = 1e-30  # residual-echo estimate below which the suppressor's gains are exactly 1
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
-# Re-opening the Kalman filter where echo leaks through it (_follow_leak; tuned on
-# bench/aec_rooms' tuning rooms only):
-_LEAK_MEAN = 0.05  # per-block rate of the per-bin power means the fluctuations are taken from
-_LEAK_RATE = 0.005  # fastest per-block update of the leak estimate (~2 s)
-_LEAK_USUAL = 0.001  # per-block rate at which the leak's usual level follows it up (~10 s)
-_LEAK_RISE = 2.0  # re-open only while the leak is this many times its usual level
+_LATE_REACH = 0.4  # share of the filter a later delay estimate may sit in without a move
+# Following echo that leaks through the filter (_follow_leak; tuned on bench/aec_rooms'
+# tuning rooms only):
+_LEAK_RISE = 2.0  # re-open P only while the leak is this many times its usual level
 _REOPEN = 3.0  # the expected residual is raised to cover this many times the leaked echo
 _REOPEN_STEP = 2.0  # at most this factor on P per block
 _REOPEN_EXPLAINED = 0.25  # only while the leaked echo is at least this share of the error
+_SUPPRESS_RISE = 4.0  # the suppressor covers the leak while it is this many times usual...
+_SUPPRESS_LEAK = 100.0  # ...by this many times its rise x |Y|^2
 _sum = np.add.reduce  # ndarray.sum without its Python-level wrapper
 
 
@@ -115,6 +116,12 @@ class EdgevoiceCanceller(EchoCanceller):
         self._ks = max(1, min(self._k, round(shadow_ms * SAMPLE_RATE / 1000 / _N)))
         self._max_delay = SAMPLE_RATE * max_delay_ms // 1000
         self._margin = SAMPLE_RATE * delay_margin_ms // 1000
+        # An estimate that moves later but stays this deep inside the filter moves nothing:
+        # after a path change GCC-PHAT's peak often jumps to a reflection (the direct
+        # sound shadowed, the loudspeaker aimed away), and moving the filter's start there
+        # put the true first arrival before its first tap, where it cannot be cancelled.
+        # An echo arriving earlier than the filter's start still moves it at once.
+        self._late_reach = self._margin + int(_LATE_REACH * self._k * _N)
         self._floor = float(10.0 ** (suppression_db / 20.0))
         self._over = overestimate
         self._over_talk = overestimate_talk
@@ -142,6 +149,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._times = np.empty((3, _M), dtype=_REAL)
         self._p0 = np.empty(_F, dtype=_REAL)
         self._gain_buf = np.empty(_F, dtype=_REAL)  # the suppressor's gains (kept as _last_gain)
+        self._leak = LeakEstimate(_F, _REAL)
         self.reset()
 
     # -- state ------------------------------------------------------------------------
@@ -153,7 +161,8 @@ class EdgevoiceCanceller(EchoCanceller):
         self._bulk = 0
         self._drift_offset = 0.0  # samples the reference is read later than `bulk`
         self._drift_rate = 0.0  # samples per block
-        self._drift_blocks = 0
+        self._drift_blocks = 0  # active blocks since the last drift measurement
+        self._drift_elapsed = 0  # periods since the last filter snapshot
         self._w_snapshot: _Complex | None = None
         # Row 0: the filter's input frame (previous and current period). Rows 1-2: the
         # gradient-constrained taps of one partition of each filter, waiting to be
@@ -189,14 +198,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._frame = np.zeros(_M, dtype=_REAL)  # the suppressor's analysis frame (unwindowed)
         self._ola = np.zeros(_N, dtype=_REAL)  # scaled to int16 (x 2**15)
         self._rs_err = np.zeros((2, _F), dtype=_REAL)
-        # the leak estimate (_follow_leak): per-bin power means of the main error and the
-        # echo estimate, and the smoothed covariance and variance of their fluctuations
-        self._e_mean = np.zeros(_F, dtype=_REAL)
-        self._y_mean = np.zeros(_F, dtype=_REAL)
-        self._pey = 0.0
-        self._pyy = 1e-12
-        self._leak = 0.0
-        self._leak_usual = 0.0
+        self._leak.reset()
         self._r_s = self._rs_err[0]
         self._periods = 0
         self._mic_pow = 1e-12
@@ -240,6 +242,8 @@ class EdgevoiceCanceller(EchoCanceller):
         self._silent_periods = self._silent_periods + 1 if silent else 0
         # converted to float in the delay estimator's buffer (valid for this period)
         d, xr = self._delay_est.push_pcm(mic, reference, _SCALE)
+        if self._track_drift:
+            self._advance_clock()
         if self._silent_periods > self._quiet_after:
             return self._process_quiet(d)
         self._settled = False
@@ -328,36 +332,28 @@ class EdgevoiceCanceller(EchoCanceller):
         small, so it re-learns slowly, and the suppressor, which takes its residual-echo
         estimate from the same P, lets the new residual through. The shadow filter does
         not catch it in reverberant rooms (its 80 ms cannot beat the main filter by the
-        margin a copy needs). So the leak is measured as speex's MDF does: the regression
-        of the error's power fluctuations on the echo estimate's, updated more slowly when
-        the error dwarfs the echo estimate, and not at all while the suppressor judges
-        someone to be talking (a person's onsets over the device's words read as leak).
-        While the leak stands at twice its usual level or more (a change, not the
-        loudspeaker's steady distortion) and explains at least a quarter of the error, P
-        grows, by at most 2x per block and up to its initial value, where the expected
-        residual (sum of P |X|^2) is below 3x the leaked echo (leak x |Y|^2).
+        margin a copy needs). So the leak is measured as speex's MDF does
+        (:class:`.leak.LeakEstimate`). While it stands at twice its usual level or more (a
+        change, not the loudspeaker's steady distortion) and explains at least a quarter
+        of the error, P grows, by at most 2x per block and up to its initial value, where
+        the expected residual (sum of P |X|^2) is below 3x the leaked echo (leak x |Y|^2).
+        At four times its usual level the suppressor covers it at once (below).
         Tuned on bench/aec_rooms' tuning rooms only: stronger settings re-converge faster
         but cost the person in double talk (near-end loss, PESQ)."""
-        pe = E.real ** 2 + E.imag ** 2
-        Y = self._WX[0]
-        py = Y.real ** 2 + Y.imag ** 2
-        e_dev = pe - self._e_mean
-        y_dev = py - self._y_mean
-        self._e_mean += _LEAK_MEAN * e_dev
-        self._y_mean += _LEAK_MEAN * y_dev
-        pyy = float(y_dev @ y_dev)
-        norm = math.sqrt(pyy) + 1e-12  # each block's terms scale-free, as in speex
-        see = float(_sum(pe)) + 1e-12
-        syy = float(_sum(py))
-        # the means above follow the talk too, so they stand where it ends
-        alpha = 0.0 if self._talking else min(_LEAK_RATE, 4.0 * _LEAK_RATE * syy / see)
-        self._pey = (1.0 - alpha) * self._pey + alpha * float(e_dev @ y_dev) / norm
-        self._pyy = (1.0 - alpha) * self._pyy + alpha * pyy / norm
-        leak = max(0.0, min(1.0, self._pey / (self._pyy + 1e-12)))
-        self._leak = leak
-        # the leak's usual level: follows it down at once, up slowly
-        usual = self._leak_usual = min(leak, self._leak_usual + _LEAK_USUAL * (leak - self._leak_usual))
-        if self._talking or leak < _LEAK_RISE * usual or leak * syy < _REOPEN_EXPLAINED * see:
+        est = self._leak
+        py = est.update(E, self._WX[0], self._talking)
+        leak, usual = est.leak, est.usual
+        if not self._talking and leak >= _SUPPRESS_RISE * usual:
+            # The P re-opening below takes a second or more to show in the suppressor's
+            # residual-echo estimate (it is P's); a change this clear goes into that
+            # estimate now (the kernel releases it x0.6 per block before taking P's).
+            # The speex leak under-reads a fresh change several-fold (it averages over
+            # ~2 s), hence the large factor: in effect the bins where the old echo
+            # estimate is strong are suppressed to the floor until P has caught up.
+            rs = self._rs_err[0]
+            np.maximum(rs, ((_SUPPRESS_LEAK / 0.6) * (leak - usual)) * py, out=rs)
+        explained = leak * est.echo_sum >= _REOPEN_EXPLAINED * est.error_sum
+        if self._talking or leak < _LEAK_RISE * usual or not explained:
             return
         expected = 2.0 * self._residual_lin + 1e-12  # the last block's sum of P |X|^2
         ratio = np.clip((_REOPEN * leak) * py / expected, 1.0, _REOPEN_STEP).astype(_REAL)
@@ -415,7 +411,7 @@ class EdgevoiceCanceller(EchoCanceller):
         if est is None:
             return
         lag = est - self._bulk - self._drift_offset  # where the direct path sits in the filter
-        if self._margin - _N // 2 <= lag <= self._margin + 3 * _N // 2 and self._bulk > 0:
+        if self._margin - _N // 2 <= lag <= self._late_reach and self._bulk > 0:
             return
         target = int(min(self._max_delay, max(0, (est - self._drift_offset - self._margin) // _N * _N)))
         if target == self._bulk:
@@ -444,8 +440,25 @@ class EdgevoiceCanceller(EchoCanceller):
         self._row_at = 0
         self._xbuf[_N:] = self._aligned(0, _N)
 
+    def _advance_clock(self) -> None:
+        """The two clocks part at the drift rate in every period, the far end talking or
+        not: advanced only in active blocks (as it was), each pause between sentences
+        and each silence between replies left the echo where the reference was no longer
+        read, and the filter re-learned a shifted path when the device spoke again (at
+        100 ppm, 1.6 samples per second of pause). Whole blocks of offset go into the
+        bulk delay (the same read, so the filter stays where it is), so a device left on
+        for hours does not pile up an offset the delay line cannot hold."""
+        offset = self._drift_offset + self._drift_rate
+        if offset >= _N and self._bulk + _N <= self._max_delay:
+            self._bulk += _N
+            offset -= _N
+        elif offset <= -_N and self._bulk >= _N:
+            self._bulk -= _N
+            offset += _N
+        self._drift_offset = offset
+        self._drift_elapsed += 1
+
     def _follow_drift(self) -> None:
-        self._drift_offset += self._drift_rate
         self._drift_blocks += 1
         if self._drift_blocks < _DRIFT_EVERY:
             return
@@ -453,6 +466,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._flush_constrained()
         snapshot = self._W.copy()
         old, self._w_snapshot = self._w_snapshot, snapshot
+        elapsed, self._drift_elapsed = self._drift_elapsed, 0
         linear_erle = self._mic_err / (self._main_err + 1e-12)
         if old is None or linear_erle < 4.0:
             return
@@ -465,7 +479,7 @@ class EdgevoiceCanceller(EchoCanceller):
         moved = -slope * _M / (2.0 * np.pi)
         if abs(moved) > 1.5:  # a jump, not a drift (path change, double talk)
             return
-        rate = self._drift_rate + 0.5 * moved / _DRIFT_EVERY
+        rate = self._drift_rate + 0.5 * moved / max(_DRIFT_EVERY, elapsed)
         self._drift_rate = max(-_MAX_DRIFT, min(_MAX_DRIFT, rate))
 
     # -- the filters' constraint and copies -------------------------------------------

@@ -1,0 +1,65 @@
+"""How much echo leaks through the echo canceller's linear filter (speex's MDF estimate).
+
+The regression of the error's per-bin power fluctuations on the echo estimate's: what
+share of the echo estimate's power is still in the error. It is updated more slowly when
+the error dwarfs the echo estimate, and not at all while someone is judged to be talking
+(a person's onsets over the device's words would read as leak). Its usual level follows
+it down at once and up slowly, so ``leak / usual`` rises after an echo-path change, not
+with a loudspeaker's steady distortion. The engine uses both to re-open its Kalman filter
+and to cover the leak in its suppressor (``engine.EdgevoiceCanceller._follow_leak``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+_Floats = npt.NDArray[np.floating[Any]]
+_Complex = npt.NDArray[np.complexfloating[Any, Any]]
+_sum = np.add.reduce  # ndarray.sum without its Python-level wrapper
+
+MEAN_RATE = 0.05  # per-block rate of the per-bin power means the fluctuations are taken from
+LEAK_RATE = 0.005  # fastest per-block update of the leak estimate (~2 s)
+USUAL_RATE = 0.001  # per-block rate at which the leak's usual level follows it up (~10 s)
+
+
+class LeakEstimate:
+    """Per block: :meth:`update` with the error and echo-estimate spectra."""
+
+    def __init__(self, bins: int, dtype: Any) -> None:
+        self._bins = bins
+        self._dtype = dtype
+        self.reset()
+
+    def reset(self) -> None:
+        self._e_mean = np.zeros(self._bins, dtype=self._dtype)
+        self._y_mean = np.zeros(self._bins, dtype=self._dtype)
+        self._pey = 0.0
+        self._pyy = 1e-12
+        self.leak = 0.0  # share of the echo estimate's power still in the error
+        self.usual = 0.0  # the leak's usual level
+        self.error_sum = 1e-12  # this block's error power, summed over bins
+        self.echo_sum = 0.0  # this block's echo-estimate power, summed over bins
+
+    def update(self, E: _Complex, Y: _Complex, talking: bool) -> _Floats:
+        """One block; returns the echo estimate's power per bin (|Y|^2)."""
+        pe = E.real ** 2 + E.imag ** 2
+        py: _Floats = Y.real ** 2 + Y.imag ** 2
+        e_dev = pe - self._e_mean
+        y_dev = py - self._y_mean
+        self._e_mean += MEAN_RATE * e_dev
+        self._y_mean += MEAN_RATE * y_dev
+        pyy = float(y_dev @ y_dev)
+        norm = math.sqrt(pyy) + 1e-12  # each block's terms scale-free, as in speex
+        see = self.error_sum = float(_sum(pe)) + 1e-12
+        syy = self.echo_sum = float(_sum(py))
+        # the means above follow the talk too, so they stand where it ends
+        alpha = 0.0 if talking else min(LEAK_RATE, 4.0 * LEAK_RATE * syy / see)
+        self._pey = (1.0 - alpha) * self._pey + alpha * float(e_dev @ y_dev) / norm
+        self._pyy = (1.0 - alpha) * self._pyy + alpha * pyy / norm
+        leak = self.leak = max(0.0, min(1.0, self._pey / (self._pyy + 1e-12)))
+        self.usual = min(leak, self.usual + USUAL_RATE * (leak - self.usual))
+        return py
