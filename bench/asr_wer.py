@@ -187,15 +187,23 @@ def rss_mb(field: str = "Rss") -> float:
     return 0.0
 
 
-def load(name: str) -> AsrEngine | None:
+def load(name: str, *, warm: bool = True) -> AsrEngine | None:
     from edgevoice.models import ModelKind, find_models
 
-    if name == "moonshine":
+    if name.startswith("moonshine"):
         from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
 
-        loc = find_models(ModelKind.ASR, engine="moonshine")[0]
-        engine: AsrEngine = MoonshineEngine(loc.path, model_name=loc.name)
-        engine.warm_up(piper_speech("hello"))
+        # "moonshine": the first Moonshine model found (what auto picks); "moonshine-base-en",
+        # "moonshine-tiny-en": that model; a "+onnxruntime" suffix: that backend
+        wanted, _, backend = name.partition("+")
+        found = find_models(ModelKind.ASR, engine="moonshine")
+        found = [loc for loc in found if wanted in {"moonshine", loc.name}]
+        if not found:
+            return None
+        loc = found[0]
+        engine: AsrEngine = MoonshineEngine(loc.path, model_name=loc.name, backend=backend or "auto")
+        if warm:
+            engine.warm_up(piper_speech("hello"))
         return engine
     if name.startswith("pocketsphinx"):
         from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
@@ -266,18 +274,30 @@ def front_end_lag_ms(engine: AsrEngine, items: list[Utterance]) -> tuple[float, 
     return float(np.median(late)), float(max(late))
 
 
-def idle_rss() -> str:
-    """A fresh process: piper voice, Silero VAD and Moonshine loaded, nothing running."""
+def idle_rss(name: str | None = None) -> str:
+    """A fresh process: piper voice, Silero VAD and the ASR loaded, nothing running; then
+    the same after three decodes of a 3 s espeak-ng phrase (what the arenas keep), and the
+    first and a later decode's wall time. ``name``: a Moonshine engine as ``load`` takes
+    it; None: what the config's ``auto`` builds."""
+    build = ("a = build_asr(c.asr, 'en')" if name is None else
+             f"from asr_wer import load; a = load({name!r}, warm=False)")
     code = (
-        "import sys; sys.path.insert(0, 'bench'); from asr_wer import rss_mb\n"
+        "import sys, time; sys.path.insert(0, 'bench'); from asr_wer import rss_mb\n"
+        "from support.hearing_audio import espeak_speech\n"
         "from edgevoice.device.config.loader import build_config\n"
         "from edgevoice.device.assembly.hearing import build_vad, build_asr\n"
         "from edgevoice.device.assembly.speaking import build_synthesizer\n"
-        "c = build_config([])\n"
-        "base = rss_mb(); t = build_synthesizer(c.tts); v = build_vad(c.vad); a = build_asr(c.asr, 'en')\n"
-        "import gc; gc.collect()\n"
-        "print(f'{a.name}: {rss_mb():.0f} MB resident ({rss_mb(\"Anonymous\"):.0f} MB anonymous, "
-        "the rest file-backed: shared libraries, mapped models); {base:.0f} MB before loading')\n"
+        "c = build_config([]); clip = espeak_speech('what is the weather like today', 'en-us', 160)\n"
+        f"base = rss_mb(); t = build_synthesizer(c.tts); v = build_vad(c.vad); {build}\n"
+        "import gc; gc.collect(); idle = (rss_mb(), rss_mb('Anonymous')); took = []\n"
+        "for _ in range(3):\n"
+        "    s = time.monotonic(); a.transcribe(clip); took.append((time.monotonic() - s) * 1000)\n"
+        "gc.collect()\n"
+        "print(f'{a.model_name} ({getattr(a, \"backend\", a.name)}): {idle[0]:.0f} MB resident "
+        "({idle[1]:.0f} MB anonymous, "
+        "the rest file-backed: shared libraries, mapped models), {rss_mb():.0f} MB after 3 decodes "
+        "({rss_mb(\"Anonymous\"):.0f} anonymous); {base:.0f} MB before loading; decode of 2.5 s: "
+        "first {took[0]:.0f} ms, third {took[2]:.0f} ms')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
                           cwd=Path(__file__).resolve().parents[1])
@@ -356,7 +376,10 @@ def main() -> None:
     print()
     print_rows(rows, header=True)
     print()
-    print(f"idle RSS, TTS + VAD + ASR in a fresh process: {idle_rss()}")
+    print(f"idle RSS, TTS + VAD + ASR (auto) in a fresh process: {idle_rss()}")
+    for name in args.engines.split(","):
+        if name.startswith("moonshine"):
+            print(f"idle RSS, TTS + VAD + {name} in a fresh process: {idle_rss(name)}")
     print(f"total {time.monotonic() - t0:.0f} s")
 
 

