@@ -7,8 +7,8 @@ speaking the OpenAI chunk stream or the agent contract.
   sound comes sooner than with ``[llm] speculate = "off"`` in the same scene, and the events
   are those of a turn without speculation;
 - the person goes on after a pause past ``early_final_ms`` but short of the end silence: the
-  prepared request is closed, nothing of it plays, no event or history of it is left, and
-  the agent gets the whole turn;
+  prepared request is closed, nothing of it plays (though its first piece was made), no
+  event or history of it is left, and the agent gets the whole turn;
 - never: Home Assistant (it executes commands) and the agent contract unless opted in.
 """
 
@@ -69,12 +69,12 @@ def say_question(device: Device) -> None:
     device.say(QUESTION, after_s=0.5)
 
 
-def say_with_a_pause(device: Device) -> float:
+def say_with_a_pause(device: Device, pause_s: float = PAUSE_S) -> float:
     """The question in two parts with a pause between; returns where (room clock) the first
     part ends."""
     first, second = voice(FIRST_PART), voice(SECOND_PART)
     at = device.room.add_talker(first, after_s=0.5)
-    device.room.add_talker(second, after_s=0.5 + len(first) / 16000 + PAUSE_S)
+    device.room.add_talker(second, after_s=0.5 + len(first) / 16000 + pause_s)
     return at + len(first) / 16000
 
 
@@ -124,10 +124,12 @@ async def test_a_reply_prepared_in_the_closing_silence_plays_sooner_with_the_sam
 async def test_the_person_going_on_after_a_pause_closes_the_prepared_request_unheard(
         tmp_path: Path) -> None:
     first_end: list[float] = []
+    # A long pause, inside a long end silence: the prepared reply's first piece is made (and
+    # would be heard, were it not held) before the person goes on.
     async with paced_agent(Pacing(ms_per_word=20)) as (url, state):
         state.queue.extend([LONG, REPLY])  # the prepared request gets LONG; the turn's own REPLY
-        device, metrics = await one_turn(tmp_path, openai(url, "auto"),
-                                         lambda d: first_end.append(say_with_a_pause(d)))
+        device, metrics = await one_turn(tmp_path, [*openai(url, "auto"), "endpoint.end_silence_ms=1600"],
+                                         lambda d: first_end.append(say_with_a_pause(d, 1.1)))
         log = list(state.log)
     (final,) = device.of(EventType.TRANSCRIPT_USER)
     whole = str(final.data["text"])
@@ -135,7 +137,8 @@ async def test_the_person_going_on_after_a_pause_closes_the_prepared_request_unh
     assert len(log) == 2, asked(state)
     cut, answered = log
     before = str(cut.body["messages"][-1]["content"])
-    assert cut.text == LONG and 0 < cut.words < len(tokens(LONG))
+    # streamed for a while (long enough for piper's first piece), never to its end
+    assert cut.text == LONG and 20 < cut.words < len(tokens(LONG))
     assert whole.startswith(before + " ") and len(whole.split()) > len(before.split())
     # the agent got the whole turn, with no history of the dropped request
     assert normalise(str(answered.body["messages"][-1]["content"])) == normalise(whole)
@@ -183,3 +186,22 @@ async def test_the_agent_contract_is_speculated_when_opted_in(tmp_path: Path) ->
         served = list(state.log)
     assert metrics["speculations"] >= 1 and "speculated" in metrics["marks_s"]
     assert len(served) == metrics["speculations"] + (metrics["speculation"] != "used")
+
+
+async def test_a_reply_that_starts_with_a_tool_call_is_dropped_and_the_tool_runs_once_for_the_turn(
+        tmp_path: Path) -> None:
+    # The example server answers a turn that mentions the volume with a set_volume call.
+    async with example_server() as server:
+        device, metrics = await one_turn(
+            tmp_path, ["llm.provider=openai", f"openai.base_url={server.url}/v1", "openai.model=test",
+                       "asr.grammar=[]", "llm.tools=[\"set_volume\"]", "llm.speculate=auto"],
+            lambda d: d.say("set the volume to fifty", after_s=0.5))
+        bodies = server.state.bodies("/v1/chat/completions")
+    (final,) = device.of(EventType.TRANSCRIPT_USER)
+    assert "volume" in final.data["text"]
+    assert metrics["speculation_drops"] == ["tool_call"] and metrics["speculation"] == "dropped"
+    # the dropped attempt asked, got a tool call and ran nothing; the turn asked again, ran the
+    # tool once, and sent its result
+    assert [b["messages"][-1]["role"] for b in bodies] == ["user", "user", "tool"]
+    (changed,) = device.of(EventType.VOLUME_CHANGED)
+    assert device.events.index(changed) > device.events.index(final)
