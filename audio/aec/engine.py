@@ -455,7 +455,9 @@ class EdgevoiceCanceller(EchoCanceller):
         elif offset <= -_N and self._bulk >= _N:
             self._bulk -= _N
             offset += _N
-        self._drift_offset = offset
+        # never read the reference before it was written: with the echo under the margin
+        # and arriving ever earlier there is no delay left to take off
+        self._drift_offset = max(offset, -float(self._bulk))
         self._drift_elapsed += 1
 
     def _follow_drift(self) -> None:
@@ -480,6 +482,10 @@ class EdgevoiceCanceller(EchoCanceller):
         if abs(moved) > 1.5:  # a jump, not a drift (path change, double talk)
             return
         rate = self._drift_rate + 0.5 * moved / max(_DRIFT_EVERY, elapsed)
+        if self._bulk + self._drift_offset <= 0.0:
+            # at that floor an earlier-arriving echo cannot be followed by the read: the
+            # filter re-learns it, and the loop must not wind up to its limit meanwhile
+            rate = max(rate, 0.0)
         self._drift_rate = max(-_MAX_DRIFT, min(_MAX_DRIFT, rate))
 
     # -- the filters' constraint and copies -------------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
 from edgevoice.audio.aec.selftest import probe_signal
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from tests.support.aec import erle_db, room_ir, to_pcm
+from tests.support.aec import echo_scenario, erle_db, room_ir, to_pcm
 
 RATE = SAMPLE_RATE
 
@@ -95,3 +95,19 @@ def test_a_delay_estimate_that_jumps_to_a_reflection_does_not_move_the_filter() 
     assert lin >= 30.0, f"linear filter after the direct sound was shadowed: {lin:.1f} dB"
     late = erle_db(mic, np.concatenate(out), seconds - 4.0, aec.latency_ms)
     assert late >= 50.0, f"echo removed after the direct sound was shadowed: {late:.1f} dB"
+
+
+def test_drift_at_a_delay_under_the_margin_does_not_wind_up() -> None:
+    """The echo 5 ms after the reference (under the 15 ms margin, so no bulk delay to
+    take off) and arriving ever earlier (+150 ppm: the loudspeaker's clock fast): the read
+    cannot follow it, so the drift loop must stay put instead of winding up to its
+    300 ppm limit (which it did, and then read the reference at a rate that was never
+    there), and the canceller must do no worse than with drift tracking off."""
+    mic, ref = echo_scenario(seconds=12.0, delay_ms=5.0, drift_ppm=150.0)
+    tracked = EdgevoiceCanceller()
+    out = tracked.process_signal(mic, ref)
+    still = EdgevoiceCanceller(track_drift=False)
+    out_still = still.process_signal(mic, ref)
+    assert abs(tracked.drift_ppm) < 50.0, tracked.drift_ppm
+    erle, erle_still = (erle_db(mic, o, 6.0, tracked.latency_ms) for o in (out, out_still))
+    assert erle >= erle_still - 1.0, f"echo removed {erle:.1f} dB, drift tracking off {erle_still:.1f} dB"
