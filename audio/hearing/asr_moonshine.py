@@ -1,14 +1,21 @@
-"""Moonshine tiny-en: accurate English whose weights a registry package bundles.
+"""Moonshine: accurate English whose weights a registry package bundles.
 
 ``moonshine-voice`` 0.1.0 ships Moonshine tiny-en (``assets/tiny-en/``: encoder and
 decoder ``.ort`` files and a tokenizer, MIT) with its own onnxruntime build inside
 ``libmoonshine.so``; later versions download their models instead, so the extra pins
-0.1.0. It is not a streaming recognizer: it decodes a whole window of audio at a time.
+0.1.0. ``moonshine-cpp`` 0.1.4 (x86-64 only) ships base-en in the same three files. It
+is not a streaming recognizer: it decodes a whole window of audio at a time.
+
+Backends. ``onnxruntime`` (the default) runs the files on the Python onnxruntime that the
+Silero VAD and the piper voice already load (:mod:`.asr_moonshine_ort`): on tiny-en it
+decodes ~4x cheaper than ``libmoonshine`` and keeps ~60 MB less resident (one onnxruntime
+in the process instead of two; docs/hearing.md). ``libmoonshine`` (moonshine-voice's own
+library, with its word-timing support) stays as an option.
 
 Threads. Decoding runs on one worker thread the engine owns, never on the caller's
-(the front end's) thread: ``libmoonshine`` is called through ctypes, which releases the
-GIL for the whole native call, so the front end and the audio thread go on while it
-decodes. :meth:`_MoonshineSession.accept` only appends audio and, when the worker is
+(the front end's) thread: onnxruntime's ``run`` and ``libmoonshine`` (called through
+ctypes) both release the GIL for the native call, so the front end and the audio thread
+go on while it decodes. :meth:`_MoonshineSession.accept` only appends audio and, when the worker is
 idle and at least ``partial_interval_s`` of new audio came in, hands the worker the
 turn so far to re-decode for a partial (``transcript.user.delta``); it returns the
 newest partial the worker has finished, never waiting for one. The cost is bounded:
@@ -28,6 +35,7 @@ becomes that phrase, otherwise the text stays as heard and is flagged low-confid
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import logging
 import re
 import threading
@@ -72,6 +80,10 @@ BACKENDS = ("auto", "libmoonshine", "onnxruntime")
 
 def _moonshine() -> Any:
     return require("moonshine_voice", "moonshine", "The Moonshine speech recognizer")
+
+
+def _has_onnxruntime() -> bool:
+    return importlib.util.find_spec("onnxruntime") is not None
 
 
 def model_folder(path: Path) -> Path:
@@ -235,8 +247,8 @@ class MoonshineEngine(AsrEngine):
         self.partial_interval_s = partial_interval_s
         self.partial_window_s = partial_window_s
         if backend == "auto":
-            # libmoonshine 0.1.0 decodes base-en ~10x slower than onnxruntime does (docs)
-            backend = "onnxruntime" if self.arch == "base" else "libmoonshine"
+            # cheaper and leaner on tiny-en; libmoonshine 0.1.0 decodes base-en ~10x slower
+            backend = "onnxruntime" if _has_onnxruntime() or self.arch == "base" else "libmoonshine"
         self.backend = backend
         self._decoder: _Decoder | OrtDecoder | None
         if backend == "onnxruntime":
