@@ -38,6 +38,9 @@ LONG = ("I looked up the forecast for you and tomorrow looks mostly sunny in the
         "and the temperature drops to around eight degrees by midnight which is cold for May.")
 REPLY = "It will be sunny and warm. Take a hat."
 FREE_FORM = ["asr.grammar=[]", "llm.tools=[]"]
+# A closing silence long enough that the early final (300 ms in) comes well before the turn
+# ends on a loaded machine too (where the recognizer's pass and the front end run late).
+LONG_END = "endpoint.end_silence_ms=1000"
 # Event types whose number depends on the machine's pace, not on what the device did.
 VARYING = {EventType.TRANSCRIPT_USER_DELTA, EventType.BARGE_IN_MODE, EventType.AEC_STATUS}
 
@@ -99,7 +102,8 @@ async def test_a_reply_prepared_in_the_closing_silence_plays_sooner_with_the_sam
     runs: dict[str, tuple[Device, dict[str, Any], list[str]]] = {}
     for speculate in ("off", "auto"):
         async with paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (url, state):
-            device, metrics = await one_turn(tmp_path / speculate, openai(url, speculate), say_question)
+            device, metrics = await one_turn(tmp_path / speculate, [*openai(url, speculate), LONG_END],
+                                             say_question)
             runs[speculate] = (device, metrics, asked(state))
     (off, off_metrics, off_asked), (on, on_metrics, on_asked) = runs["off"], runs["auto"]
     heard = on.of(EventType.TRANSCRIPT_USER)[0].data["text"]
@@ -109,11 +113,11 @@ async def test_a_reply_prepared_in_the_closing_silence_plays_sooner_with_the_sam
     # it went out before the turn ended, and its reply was the one played
     marks = on_metrics["marks_s"]
     assert on_metrics["speculation"] == "used" and on_metrics["speculations"] == 1
-    assert marks["speculated"] == marks["request_sent"] < marks["endpoint"] < marks["asr_final"]
+    assert marks["speculated"] <= marks["request_sent"] < marks["endpoint"] < marks["asr_final"]
     assert "speculated" not in off_metrics["marks_s"] and "speculation" not in off_metrics
     # the first sound came sooner: the agent's first words and piper's first piece were
     # ready (or on their way) when the turn ended
-    assert first_sound_s(on) < first_sound_s(off) - 0.05, (first_sound_s(on), first_sound_s(off))
+    assert first_sound_s(on) < first_sound_s(off) - 0.1, (first_sound_s(on), first_sound_s(off))
     # a turn's events, as without speculation
     assert shape(turn_events(on)) == shape(turn_events(off))
     for device in (on, off):
@@ -168,12 +172,12 @@ async def test_home_assistant_and_the_agent_contract_are_never_speculated_on_aut
             url, state):
         wire = ([f"homeassistant.url={server.url}", "llm.speculate=on"] if provider == "homeassistant"
                 else [f"agent.url={url}/agent", "llm.speculate=auto"])
-        device, metrics = await one_turn(tmp_path, [f"llm.provider={provider}", *wire, *FREE_FORM],
-                                         say_with_a_pause)
+        device, metrics = await one_turn(tmp_path, [f"llm.provider={provider}", *wire, *FREE_FORM, LONG_END],
+                                         say_question)
         path = "/api/conversation/process" if provider == "homeassistant" else "/agent"
         requests = server.state.bodies(path) if provider == "homeassistant" else [s.body for s in state.log]
     (final,) = device.of(EventType.TRANSCRIPT_USER)
-    assert len(requests) == 1  # the whole turn, once: nothing went out in the pauses
+    assert len(requests) == 1  # the turn, once: nothing went out in its closing silence
     assert requests[0]["text"] == final.data["text"]
     assert "speculated" not in metrics["marks_s"] and "speculations" not in metrics
 
@@ -181,11 +185,13 @@ async def test_home_assistant_and_the_agent_contract_are_never_speculated_on_aut
 async def test_the_agent_contract_is_speculated_when_opted_in(tmp_path: Path) -> None:
     # the other side of the test above: the same scene, speculate = "on"
     async with paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (url, state):
-        _, metrics = await one_turn(tmp_path, ["llm.provider=agent", f"agent.url={url}/agent",
-                                               "llm.speculate=on", *FREE_FORM], say_with_a_pause)
+        device, metrics = await one_turn(tmp_path, ["llm.provider=agent", f"agent.url={url}/agent",
+                                                    "llm.speculate=on", *FREE_FORM, LONG_END], say_question)
         served = list(state.log)
-    assert metrics["speculations"] >= 1 and "speculated" in metrics["marks_s"]
-    assert len(served) == metrics["speculations"] + (metrics["speculation"] != "used")
+    (final,) = device.of(EventType.TRANSCRIPT_USER)
+    assert metrics["speculation"] == "used" and metrics["speculations"] == 1
+    assert metrics["marks_s"]["speculated"] < metrics["marks_s"]["asr_final"]
+    assert [normalise(s.body["text"]) for s in served] == [normalise(final.data["text"])]
 
 
 async def test_a_reply_that_starts_with_a_tool_call_is_dropped_and_the_tool_runs_once_for_the_turn(
