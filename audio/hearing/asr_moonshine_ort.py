@@ -162,24 +162,31 @@ class OrtDecoder:
     """The engine's decoder (see ``asr_moonshine._Decoder``) over :class:`OrtMoonshine`:
     the same audio cut and word handling, called only from the engine's worker thread."""
 
-    def __init__(self, folder: Path, *, threads: int = 1, shrink_arena: bool = False) -> None:
+    def __init__(self, folder: Path, *, threads: int = 1, shrink_arena: bool = False,
+                 span: tuple[float, float] | None = None,
+                 retry_span: tuple[float, float] | None = None) -> None:
         self._model: OrtMoonshine | None = OrtMoonshine(folder, threads=threads,
                                                         shrink_arena=shrink_arena)
+        self._span = span  # (lead, tail) seconds kept around the loud part; None: defaults
+        self._retry_span = retry_span  # a wider cut, when the first says nothing at all
 
     def decode(self, pcm: Pcm) -> tuple[str, list[Word]]:
-        from edgevoice.audio.hearing.asr_moonshine import (
-            MIN_DECODE_SAMPLES,
-            normalise,
-            speech_span,
-            spread_words,
-        )
+        from edgevoice.audio.hearing.asr_moonshine import MIN_DECODE_SAMPLES, speech_span
 
         model = self._model
         if model is None:
             raise AsrError("the Moonshine engine is closed")
-        begin, end = speech_span(pcm)
+        begin, end = speech_span(pcm, *self._span) if self._span else speech_span(pcm)
         if end - begin < MIN_DECODE_SAMPLES:
             return "", []
+        text, words = self._decode(model, pcm, begin, end)
+        if not text and self._retry_span:
+            text, words = self._decode(model, pcm, *speech_span(pcm, *self._retry_span))
+        return text, words
+
+    def _decode(self, model: OrtMoonshine, pcm: Pcm, begin: int, end: int) -> tuple[str, list[Word]]:
+        from edgevoice.audio.hearing.asr_moonshine import normalise, spread_words
+
         texts: list[str] = []
         words: list[Word] = []
         for start, stop in pieces(pcm, begin, end):
