@@ -60,6 +60,16 @@ def test_the_tokenizer_reads_words_and_byte_tokens() -> None:
     assert detokenize(tokens, [1, *ids, 2]) == "turn on"  # <s> and </s> say nothing
 
 
+def test_a_token_of_128_bytes_or_more_has_a_two_byte_length(tmp_path: Path) -> None:
+    long = "\u2581" + "x" * 200  # 203 bytes: 0xCB 0x01, low seven bits first
+    data = b"".join(bytes([len(t)]) + t for t in (b"<unk>", b"<s>", b"</s>"))
+    data += bytes([0x80 | (203 & 0x7F), 203 >> 7]) + long.encode() + b"\x02ok"
+    (tmp_path / "tokenizer.bin").write_bytes(data)
+    tokens = load_tokens(tmp_path / "tokenizer.bin")
+    assert tokens[3:] == [long.encode(), b"ok"]
+    assert detokenize(tokens, [3, 4]) == "x" * 200 + "ok"
+
+
 def test_a_file_that_is_not_a_tokenizer_is_a_model_error(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.bin").write_bytes(b"\x03abc\x03def")
     with pytest.raises(AsrModelError):
