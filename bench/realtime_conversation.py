@@ -265,8 +265,8 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
     # the raw loop starts before the daemon has loaded its engines: its input runs longer
     raw_source = write_raw(folder / "raw.raw", np.concatenate([mic, np.zeros(300 * 16000, np.int16)]))
     timing = folder / "writer.timing"
-    writer = start_fifo_writer(fifo, source, P * 2, PERIOD_S, rt_priority=40, timing=timing)
-    raw_writer = start_fifo_writer(raw_fifo, raw_source, P * 2, PERIOD_S, rt_priority=40)
+    writer = start_fifo_writer(fifo, source, P * 2, PERIOD_S, rt_priority=args.writer_priority, timing=timing)
+    raw_writer = start_fifo_writer(raw_fifo, raw_source, P * 2, PERIOD_S, rt_priority=args.writer_priority)
     quota = _cpu_quota(args.cpu_quota) if args.cpu_quota else contextlib.nullcontext("no quota")
     with quota as pressure:
         options: dict[str, Any] = dict(capture_device=devices.mic(fifo, 1),
@@ -378,6 +378,10 @@ def main() -> None:
     parser.add_argument("--nice", type=int, default=-5,
                         help="niceness change for the daemon's process, as the service's Nice=-5 "
                              "(default -5; 0: none)")
+    parser.add_argument("--writer-priority", type=int, default=10,
+                        help="SCHED_FIFO priority of the FIFO writers standing in for the card's clock "
+                             "(default 10, below the loop's 20: above it a writer running Python "
+                             "on the loop's CPU stops the loop, which a card's DMA never does)")
     args = parser.parse_args()
     args.port = _free_port()
     server = subprocess.Popen([sys.executable, str(ROOT / "examples" / "agent_server.py"), "--port",
@@ -400,6 +404,7 @@ def main() -> None:
         server.wait()
     settings = " ".join(args.set) or "default engines"
     settings += f", nice {args.nice:+d}" if args.nice else ""
+    settings += f", writers at SCHED_FIFO {args.writer_priority}"
     print(f"\n## {args.minutes:g} min of conversation on FIFO-paced ALSA PCMs, daemon on the "
           f"{'C period loop' if args.loop == 'c' else 'pyalsaaudio loop'} ({settings}; {result['pressure']}; "
           f"{os.cpu_count()} cores, load average at the end {result['load'][0]:.1f})\n")
