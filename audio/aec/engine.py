@@ -87,8 +87,6 @@ _LEAK_RISE = 2.0  # re-open P only while the leak is this many times its usual l
 _REOPEN = 3.0  # the expected residual is raised to cover this many times the leaked echo
 _REOPEN_STEP = 2.0  # at most this factor on P per block
 _REOPEN_EXPLAINED = 0.25  # only while the leaked echo is at least this share of the error
-_SUPPRESS_RISE = 4.0  # the suppressor covers the leak while it is this many times usual...
-_SUPPRESS_LEAK = 100.0  # ...by this many times its rise x |Y|^2
 _sum = np.add.reduce  # ndarray.sum without its Python-level wrapper
 
 
@@ -337,21 +335,15 @@ class EdgevoiceCanceller(EchoCanceller):
         change, not the loudspeaker's steady distortion) and explains at least a quarter
         of the error, P grows, by at most 2x per block and up to its initial value, where
         the expected residual (sum of P |X|^2) is below 3x the leaked echo (leak x |Y|^2).
-        At four times its usual level the suppressor covers it at once (below).
+        (Covering the leak in the suppressor's residual-echo estimate as well, at once,
+        was tried: +1.5 dB in the 3 s after a change on the tuning rooms, but in double
+        talk it hides the person's onset, which keeps the suppressor from judging that
+        someone talks: bench/aec's near-end loss went 0.46 -> 1.13 dB. Not kept.)
         Tuned on bench/aec_rooms' tuning rooms only: stronger settings re-converge faster
         but cost the person in double talk (near-end loss, PESQ)."""
         est = self._leak
         py = est.update(E, self._WX[0], self._talking)
         leak, usual = est.leak, est.usual
-        if not self._talking and leak >= _SUPPRESS_RISE * usual:
-            # The P re-opening below takes a second or more to show in the suppressor's
-            # residual-echo estimate (it is P's); a change this clear goes into that
-            # estimate now (the kernel releases it x0.6 per block before taking P's).
-            # The speex leak under-reads a fresh change several-fold (it averages over
-            # ~2 s), hence the large factor: in effect the bins where the old echo
-            # estimate is strong are suppressed to the floor until P has caught up.
-            rs = self._rs_err[0]
-            np.maximum(rs, ((_SUPPRESS_LEAK / 0.6) * (leak - usual)) * py, out=rs)
         explained = leak * est.echo_sum >= _REOPEN_EXPLAINED * est.error_sum
         if self._talking or leak < _LEAK_RISE * usual or not explained:
             return

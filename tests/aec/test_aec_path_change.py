@@ -5,9 +5,10 @@ bathroom (T60 0.51 s) with the loudspeaker 24 cm from the mic aimed 171 degrees 
 +90 ppm clock drift, soft clipping, and the device moved 1.1 m at 17 s while it talks.
 Without the leak-driven re-opening of the Kalman filter (``engine._follow_leak``) the
 engine removes 10.5 dB of echo in the 3 s after the move (WebRTC AEC3: ~24 dB on such
-rooms) and needs 1.7 s to come back within 10 dB of its steady state; with the
-re-opening alone 18.6 dB, and with the suppressor covering the leak at once as well
-24.2 dB (the corpus with its band-limited clock drift, ``bench/aec_rooms/clock.py``).
+rooms) and needs 1.7 s to come back within 10 dB of its steady state; with it 18.6 dB
+(the corpus with its band-limited clock drift, ``bench/aec_rooms/clock.py``; on its
+first draft 22.8: the drift compensation then slipped in every pause, which kept the
+filter's uncertainty up).
 The room is built as the benchmark builds it (pyroomacoustics, the piper
 voice, espeak-ng; cached), real speech through a simulated room, not a synthetic burst:
 a short, strong-direct-path synthetic change is caught by the shadow filter alone and
@@ -65,9 +66,9 @@ def test_echo_removed_in_the_3_s_after_the_device_moved(
     lat = score.measured_latency(near, out_near)
     after = score.echo_removed_db(mic, out, (room.after_change,), lat)
     steady = score.echo_removed_db(mic, out, room.far_alone, lat)
-    # without the re-opening: 10.5 dB; with it but without the suppressor's cover 18.6;
-    # with both 24.2 (a margin for float rounding and numpy versions)
-    assert after >= 21.5, f"echo removed after the move {after:.1f} dB (steady {steady:.1f})"
+    # without the re-opening: 10.5 dB; with it 18.6 (a margin for float rounding and
+    # numpy versions, far above the old figure)
+    assert after >= 16.0, f"echo removed after the move {after:.1f} dB (steady {steady:.1f})"
     # and the person is not paid for it: near-end loss in double talk stays under 1 dB
     loss = score.near_loss_db(out, out_near, room.double_talk)
     assert loss <= 1.0, f"near-end loss in double talk {loss:.2f} dB"
