@@ -6,7 +6,7 @@ the error dwarfs the echo estimate, and not at all while someone is judged to be
 (a person's onsets over the device's words would read as leak). Its usual level follows
 it down at once and up slowly, so ``leak / usual`` rises after an echo-path change, not
 with a loudspeaker's steady distortion. The engine uses both to re-open its Kalman filter
-and to cover the leak in its suppressor (``engine.EdgevoiceCanceller._follow_leak``).
+(``engine.EdgevoiceCanceller._follow_leak``).
 """
 
 from __future__ import annotations
