@@ -101,6 +101,10 @@ class OrtMoonshine:
         cache = next(i for i in inputs if i.name.startswith("past_key_values."))
         self._heads, self._head_dim = int(cache.shape[1]), int(cache.shape[3])
         self._outputs = [o.name for o in self._decoder.get_outputs()]
+        # after the first step only the logits and the self-attention cache are fetched:
+        # the cross-attention cache does not change, and copying it out on every step
+        # would be done holding the GIL
+        self._step_outputs = [n for n in self._outputs if n == "logits" or ".decoder." in n]
         if self._outputs[0] != "logits" or not self._past or "use_cache_branch" not in names:
             raise AsrModelError(f"{folder}: not a Moonshine merged decoder with a key/value cache")
         self.layers = len(self._past) // 4
@@ -127,12 +131,11 @@ class OrtMoonshine:
             for step in range(int(len(audio) / SAMPLE_RATE * TOKENS_PER_SECOND) + 2):
                 step_feed["input_ids"] = np.array([[token]], dtype=np.int64)
                 step_feed["use_cache_branch"] = np.array([step > 0])
-                out = self._decoder.run(None, step_feed, self._run_options)
+                names = self._outputs if step == 0 else self._step_outputs
+                out = self._decoder.run(names, step_feed, self._run_options)
                 token = int(np.argmax(out[0][0, -1]))
-                for name, value in zip(self._outputs[1:], out[1:], strict=True):
-                    # the cross-attention cache is made on the first step and kept
-                    if step == 0 or ".decoder." in name:
-                        step_feed["past_key_values" + name[len("present"):]] = value
+                for name, value in zip(names[1:], out[1:], strict=True):
+                    step_feed["past_key_values" + name[len("present"):]] = value
                 if token == _EOS:
                     break
                 ids.append(token)
