@@ -37,7 +37,6 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import logging
-import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -60,6 +59,12 @@ from edgevoice.audio.hearing.asr import (
     make_result,
 )
 from edgevoice.audio.hearing.asr_moonshine_ort import OrtDecoder
+from edgevoice.audio.hearing.moonshine_audio import (
+    MIN_DECODE_SAMPLES,
+    normalise,
+    speech_span,
+    spread_words,
+)
 from edgevoice.errors import require
 
 _LOGGER = logging.getLogger(__name__)
@@ -67,17 +72,12 @@ _LOGGER = logging.getLogger(__name__)
 MODEL_FILES = ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin")
 PARTIAL_INTERVAL_S = 0.5  # re-decode for a partial at most every 0.5 s of new audio
 PARTIAL_WINDOW_S = 8.0  # and at most the last 8 s of the turn
-SPAN_LEAD_S = 0.03  # audio kept before the first loud 10 ms (see speech_span)
-SPAN_TAIL_S = 0.2  # and after the last
 # base-en, tuned on the tuning set (all conditions): 30 ms before, 0.7 s after, and when
 # that says nothing at all, 0.3 s before (32.2 %; 30/200 ms as tiny-en: 38.5 %, 5 turns
 # with no words; 0.3 s/0.7 s alone: 34.4 %, and clear piper "turn" heard as "purn")
 BASE_SPAN_S = (0.03, 0.7)
 BASE_RETRY_SPAN_S = (0.3, 0.7)
 GRAMMAR_MAX_DISTANCE = 0.34  # word edits per phrase word still taken as that phrase
-_QUIET_LEVEL = 30.0  # dB over one LSB: -60 dBFS, below which nothing is speech
-MIN_DECODE_SAMPLES = SAMPLE_RATE // 10  # Moonshine needs ~0.1 s to say anything at all
-_WORD = re.compile(r"[^\w']+")
 # The two English models' quantized encoders: tiny-en 13.3 MB, base-en 20.7 MB.
 _BASE_ENCODER_BYTES = 16_000_000
 BACKENDS = ("auto", "libmoonshine", "onnxruntime")
@@ -107,34 +107,6 @@ def model_folder(path: Path) -> Path:
 def model_arch(folder: Path) -> str:
     """``"base"`` or ``"tiny"``, from the encoder's size (the files carry no name)."""
     return "base" if (folder / "encoder_model.ort").stat().st_size > _BASE_ENCODER_BYTES else "tiny"
-
-
-def speech_span(pcm: Pcm, lead_s: float = SPAN_LEAD_S, tail_s: float = SPAN_TAIL_S) -> tuple[int, int]:
-    """The samples of ``pcm`` worth decoding: from a little before the first loud 10 ms to a
-    little after the last. Moonshine makes words up out of leading silence ("you" before
-    the turn's 300 ms pre-roll: 2 of 3 clear piper phrases got one) and hears the first
-    word worse after it; cut there, they read right. Loud is 12 dB over the quietest
-    tenth of the audio and within 35 dB of its peak, so room noise is not speech; audio
-    with nothing loud (silence, steady noise) has no span at all."""
-    frame = SAMPLE_RATE // 100
-    count = len(pcm) // frame
-    if count == 0:
-        return 0, 0
-    blocks = pcm[:count * frame].astype(np.float64).reshape(count, frame)
-    level = 10 * np.log10(np.mean(blocks * blocks, axis=1) + 1.0)
-    threshold = max(float(np.percentile(level, 10)) + 12.0, float(level.max()) - 35.0,
-                    _QUIET_LEVEL)
-    loud = np.flatnonzero(level > threshold)
-    if len(loud) == 0:
-        return 0, 0  # nothing but steady noise or silence: Moonshine would say "you"
-    return (max(0, int(loud[0]) * frame - round(lead_s * SAMPLE_RATE)),
-            min(len(pcm), (int(loud[-1]) + 1) * frame + round(tail_s * SAMPLE_RATE)))
-
-
-def normalise(text: str) -> list[str]:
-    """Moonshine writes cased, punctuated sentences; transcripts here are lower-case words
-    (as vosk's and pocketsphinx's are), apostrophes kept ("what's")."""
-    return [w for w in (_WORD.sub(" ", text.lower().replace("’", "'")).split()) if w.strip("'")]
 
 
 def word_distance(a: Sequence[str], b: Sequence[str]) -> int:
@@ -214,14 +186,6 @@ def _transcript_type() -> Any:
     from moonshine_voice.moonshine_api import TranscriptC
 
     return TranscriptC
-
-
-def spread_words(texts: list[str], start: float, end: float) -> list[Word]:
-    if not texts:
-        return []
-    step = max(0.0, end - start) / len(texts)
-    return [Word(w, 1.0, round(start + i * step, 3), round(start + (i + 1) * step, 3))
-            for i, w in enumerate(texts)]
 
 
 _Job = tuple[Pcm, "Future[tuple[str, list[Word]]]"]

@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.asr import AsrError, AsrModelError, Word
+from edgevoice.audio.hearing.moonshine_audio import MIN_DECODE_SAMPLES, normalise, speech_span, spread_words
 from edgevoice.errors import require
 
 _LOGGER = logging.getLogger(__name__)
@@ -174,8 +175,6 @@ class OrtDecoder:
         self._retry_span = retry_span  # a wider cut, when the first says nothing at all
 
     def decode(self, pcm: Pcm) -> tuple[str, list[Word]]:
-        from edgevoice.audio.hearing.asr_moonshine import MIN_DECODE_SAMPLES, speech_span
-
         model = self._model
         if model is None:
             raise AsrError("the Moonshine engine is closed")
@@ -188,8 +187,6 @@ class OrtDecoder:
         return text, words
 
     def _decode(self, model: OrtMoonshine, pcm: Pcm, begin: int, end: int) -> tuple[str, list[Word]]:
-        from edgevoice.audio.hearing.asr_moonshine import normalise, spread_words
-
         texts: list[str] = []
         words: list[Word] = []
         for start, stop in pieces(pcm, begin, end):

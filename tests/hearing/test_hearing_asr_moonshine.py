@@ -16,15 +16,10 @@ from support.hearing_audio import espeak_speech, frames, piper_speech, place
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing import asr_moonshine
 from edgevoice.audio.hearing.asr import AsrError, Word
-from edgevoice.audio.hearing.asr_moonshine import (
-    MoonshineEngine,
-    closest_phrase,
-    model_folder,
-    normalise,
-    speech_span,
-)
+from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine, closest_phrase, model_folder
 from edgevoice.audio.hearing.endpoint import EndpointSettings
 from edgevoice.audio.hearing.listener import FinalTranscript, Listener, SpeechStopped
+from edgevoice.audio.hearing.moonshine_audio import normalise, speech_span
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_energy import EnergyVad
 from edgevoice.errors import EdgeVoiceError
