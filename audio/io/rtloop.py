@@ -202,6 +202,12 @@ class RtAlsaBackend(AlsaBackend):
                                           f"audio for {waited:.0f} s; reconnecting")
                 continue
             self._take(item)
+            if not self.paced and not self._ready:
+                # A native period that gave no 16 kHz period yet (22.05 kHz: 220 frames make
+                # 159 or 160 samples): virtual time waits for one period out per period in,
+                # so supply it, or the loop and this reader wait for each other for ever. It
+                # pays for the period just taken, not for the next read(): _wrote stays as is.
+                loop.write(self._playback_bytes(self._silence), self._silence.tobytes())
         mic, loopback = self._ready.popleft()
         written, discontinuity = self._refs.popleft() if self._refs else (self._silence, False)
         return Captured(mic, written if loopback is None else loopback, discontinuity,
