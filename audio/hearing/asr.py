@@ -59,6 +59,9 @@ class AsrResult:
     confidence: float = 1.0
     low_confidence: bool = False
     audio_s: float = 0.0  # seconds of audio the session was fed
+    # the punctuation the engine wrote after the last word ("," for a list going on), for
+    # engines that write any (Moonshine); the words above never carry it
+    end_mark: str = ""
 
     @property
     def empty(self) -> bool:
@@ -74,6 +77,8 @@ def make_result(
     low_confidence_threshold: float,
     audio_samples: int,
     phrases: Sequence[str] = (),
+    *,
+    end_mark: str = "",
 ) -> AsrResult:
     """The final result. In grammar mode (``phrases``) a text that is not one of the
     phrases (a phrase cut short, words of several phrases mixed) is low-confidence too."""
@@ -86,6 +91,7 @@ def make_result(
         confidence=confidence,
         low_confidence=bool(words) and (confidence < low_confidence_threshold or off_grammar),
         audio_s=audio_samples / SAMPLE_RATE,
+        end_mark=end_mark if clean else "",
     )
 
 

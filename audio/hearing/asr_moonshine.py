@@ -61,6 +61,8 @@ from edgevoice.audio.hearing.asr import (
 from edgevoice.audio.hearing.asr_moonshine_ort import OrtDecoder
 from edgevoice.audio.hearing.moonshine_audio import (
     MIN_DECODE_SAMPLES,
+    Decoded,
+    end_mark,
     normalise,
     speech_span,
     spread_words,
@@ -144,11 +146,11 @@ class _Decoder:
         self._lib = self._transcriber._lib
         self._handle = self._transcriber._handle
 
-    def decode(self, pcm: Pcm) -> tuple[str, list[Word]]:
-        """Text and words of 16 kHz int16 audio; word times from its first sample."""
+    def decode(self, pcm: Pcm) -> Decoded:
+        """Text, words and end mark of 16 kHz int16 audio; word times from its first sample."""
         begin, end = speech_span(pcm)
         if end - begin < MIN_DECODE_SAMPLES:
-            return "", []
+            return "", [], ""
         audio: npt.NDArray[np.float32] = np.ascontiguousarray(pcm[begin:end], dtype=np.float32)
         audio /= np.float32(32768.0)
         offset = begin / SAMPLE_RATE
@@ -165,8 +167,12 @@ class _Decoder:
         transcript = self._transcriber._parse_transcript(out)
         texts: list[str] = []
         words: list[Word] = []
+        mark = ""
         for line in transcript.lines:
-            texts.extend(normalise(line.text))
+            heard = normalise(line.text)
+            texts.extend(heard)
+            if heard:
+                mark = end_mark(line.text)
             for timing in line.words or ():
                 for token in normalise(timing.word):
                     words.append(Word(token, min(1.0, max(0.0, float(timing.confidence))),
@@ -176,7 +182,7 @@ class _Decoder:
             # No word times (tiny-en comes without its word-timing model, so always here):
             # the words spread evenly over the audio decoded, confidence 1.
             words = spread_words(texts, offset, offset + len(audio) / SAMPLE_RATE)
-        return " ".join(texts), words
+        return " ".join(texts), words, mark
 
     def close(self) -> None:
         self._transcriber.close()
@@ -188,7 +194,7 @@ def _transcript_type() -> Any:
     return TranscriptC
 
 
-_Job = tuple[Pcm, "Future[tuple[str, list[Word]]]"]
+_Job = tuple[Pcm, "Future[Decoded]"]
 
 
 class MoonshineEngine(AsrEngine):
@@ -261,9 +267,9 @@ class MoonshineEngine(AsrEngine):
         """onnxruntime's first run allocates its arenas: pay that before the first turn."""
         self.decode(pcm).result()
 
-    def decode(self, pcm: Pcm) -> Future[tuple[str, list[Word]]]:
-        """Queue ``pcm`` for the worker thread; the future resolves to (text, words)."""
-        future: Future[tuple[str, list[Word]]] = Future()
+    def decode(self, pcm: Pcm) -> Future[Decoded]:
+        """Queue ``pcm`` for the worker thread; the future resolves to (text, words, end mark)."""
+        future: Future[Decoded] = Future()
         if self._decoder is None:
             raise AsrError("the Moonshine engine is closed")
         self._jobs.put((pcm, future))
@@ -299,7 +305,7 @@ class _MoonshineSession(AsrSession):
         self._chunks: list[Pcm] = []
         self._samples = 0
         self._decoded_at = 0  # samples the last partial decode was started at
-        self._partial_job: Future[tuple[str, list[Word]]] | None = None
+        self._partial_job: Future[Decoded] | None = None
         self._partial_job_from = 0  # the first sample that job decodes
         self._before = ""  # text of the turn before the partial window, when it slid on
         self._partial = ""
@@ -348,7 +354,7 @@ class _MoonshineSession(AsrSession):
             return None
         self._partial_job = None
         try:
-            text, _ = job.result()
+            text, _, _ = job.result()
         except AsrError as err:
             _LOGGER.warning("a Moonshine partial failed: %s", err)
             return None
@@ -372,13 +378,13 @@ class _MoonshineSession(AsrSession):
         self._close()
 
         def result() -> AsrResult:
-            text, words = job.result()
+            text, words, mark = job.result()
             if grammar and words:
                 phrase = closest_phrase(text.split(), grammar)
                 if phrase is not None and phrase != text:
                     words = _respell(words, phrase)
                     text = phrase
-            return make_result(text, words, threshold, samples, grammar)
+            return make_result(text, words, threshold, samples, grammar, end_mark=mark)
 
         return result
 

@@ -29,7 +29,14 @@ import numpy.typing as npt
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.asr import AsrError, AsrModelError, Word
-from edgevoice.audio.hearing.moonshine_audio import MIN_DECODE_SAMPLES, normalise, speech_span, spread_words
+from edgevoice.audio.hearing.moonshine_audio import (
+    MIN_DECODE_SAMPLES,
+    Decoded,
+    end_mark,
+    normalise,
+    speech_span,
+    spread_words,
+)
 from edgevoice.errors import require
 
 _LOGGER = logging.getLogger(__name__)
@@ -174,29 +181,33 @@ class OrtDecoder:
         self._span = span  # (lead, tail) seconds kept around the loud part; None: defaults
         self._retry_span = retry_span  # a wider cut, when the first says nothing at all
 
-    def decode(self, pcm: Pcm) -> tuple[str, list[Word]]:
+    def decode(self, pcm: Pcm) -> Decoded:
         model = self._model
         if model is None:
             raise AsrError("the Moonshine engine is closed")
         begin, end = speech_span(pcm, *self._span) if self._span else speech_span(pcm)
         if end - begin < MIN_DECODE_SAMPLES:
-            return "", []
-        text, words = self._decode(model, pcm, begin, end)
-        if not text and self._retry_span:
-            text, words = self._decode(model, pcm, *speech_span(pcm, *self._retry_span))
-        return text, words
+            return "", [], ""
+        decoded = self._decode(model, pcm, begin, end)
+        if not decoded[0] and self._retry_span:
+            decoded = self._decode(model, pcm, *speech_span(pcm, *self._retry_span))
+        return decoded
 
-    def _decode(self, model: OrtMoonshine, pcm: Pcm, begin: int, end: int) -> tuple[str, list[Word]]:
+    def _decode(self, model: OrtMoonshine, pcm: Pcm, begin: int, end: int) -> Decoded:
         texts: list[str] = []
         words: list[Word] = []
+        mark = ""
         for start, stop in pieces(pcm, begin, end):
             audio: npt.NDArray[np.float32] = np.ascontiguousarray(pcm[start:stop], dtype=np.float32)
             audio /= np.float32(32768.0)
-            heard = normalise(model.text(audio))
+            written = model.text(audio)
+            heard = normalise(written)
             texts.extend(heard)
+            if heard:
+                mark = end_mark(written)
             # no word-timing model for these exports: words spread over the audio decoded
             words.extend(spread_words(heard, start / SAMPLE_RATE, stop / SAMPLE_RATE))
-        return " ".join(texts), words
+        return " ".join(texts), words, mark
 
     def close(self) -> None:
         self._model = None

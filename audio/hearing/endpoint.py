@@ -14,6 +14,14 @@ gated verdict) and returns what happened:
   probability at or over ``turn_threshold`` ends the turn then (reason ``complete``);
   otherwise ``end_silence_ms`` stays the longest wait. An answer for a pause the person
   has already broken by speaking again is ignored (each pause has its own ticket);
+- with a text hold (``hold_silence_ms`` > 0), the caller may say that the words of the
+  current pause are being read (:meth:`Endpointer.await_text`, when the recognizer's early
+  final starts) and then what they say (:meth:`Endpointer.text_verdict`). Until the words
+  are read the pause ends on nothing shorter than ``hold_silence_ms`` (the turn's transcript
+  is not ready before then anyway); words that are mid-thought ("set a timer for") make the
+  pause wait ``hold_silence_ms`` and overrule the model's "complete"; words that could end
+  the turn let it end at once if ``end_silence_ms`` (or the model's "complete") has already
+  been reached while they were read;
 - the turn's audio begins ``pre_roll_ms`` before the start of speech, so the first
   syllable (which a VAD scores low) is never clipped, and runs to the end of turn.
 
@@ -60,11 +68,12 @@ class EndpointSettings:
     sample_rate: int = SAMPLE_RATE
     turn_check_ms: int = 0  # ask the turn model after this much silence; 0: no model
     turn_threshold: float = 0.5  # P(complete) at which the model's pause ends the turn
+    hold_silence_ms: int = 1500  # the end of a pause whose words are mid-thought; 0: no text hold
 
     def __post_init__(self) -> None:
         if self.min_speech_ms < 0 or self.end_silence_ms <= 0 or self.max_turn_s <= 0 or self.pre_roll_ms < 0:
             raise ValueError(f"invalid endpoint settings: {self}")
-        if self.turn_check_ms < 0 or not 0.0 <= self.turn_threshold <= 1.0:
+        if self.turn_check_ms < 0 or not 0.0 <= self.turn_threshold <= 1.0 or self.hold_silence_ms < 0:
             raise ValueError(f"invalid endpoint settings: {self}")
 
     def samples(self, ms: float) -> int:
@@ -152,6 +161,10 @@ class Endpointer:
         self._end_on_silence = True
         self._ticket = 0  # the pause the turn model was last asked about
         self._asked = False  # this pause has been put to the model
+        self._pause = 0  # the current pause (the silence after the latest speech)
+        self._awaiting_text = False  # this pause's words are being read
+        self._held = False  # this pause's words are mid-thought
+        self._complete_deferred = False  # the model said "complete" while the words were read
 
     def apply(self, settings: EndpointSettings) -> None:
         """Use ``settings`` from the next push on (a turn in progress keeps its audio and
@@ -162,6 +175,7 @@ class Endpointer:
         self._max_turn = settings.samples(settings.max_turn_s * 1000)
         self._pre_roll = settings.samples(settings.pre_roll_ms)
         self._turn_check = settings.samples(settings.turn_check_ms)
+        self._hold = settings.samples(settings.hold_silence_ms)
 
     # --- the audio clock -------------------------------------------------------------
     @property
@@ -182,6 +196,16 @@ class Endpointer:
         if self.state != EndpointState.SPEECH:
             return 0.0
         return 1000.0 * self._silence / self.settings.sample_rate
+
+    @property
+    def pause(self) -> int:
+        """The current pause's number (for :meth:`await_text` and :meth:`text_verdict`)."""
+        return self._pause
+
+    @property
+    def held(self) -> bool:
+        """The current pause's words were read as mid-thought: it waits ``hold_silence_ms``."""
+        return self._held
 
     def turn_tail(self, samples: int) -> Pcm:
         """The last ``samples`` of the open turn's audio (all of it when shorter)."""
@@ -290,10 +314,11 @@ class Endpointer:
             self._silence = 0
             self._last_speech_end = self._pos
             self._asked = False  # the next pause is a new question
+            self._new_pause()
         else:
             self._silence += n
         check: TurnCheck | None = None
-        if self._end_on_silence and self._silence >= self._end_silence:
+        if self._end_on_silence and self._silence >= self._silence_limit():
             events.append(self._finish(EndReason.SILENCE, self._last_speech_end))
         elif self._pos - self._speech_start >= self._max_turn:
             events.append(self._finish(EndReason.MAX_TURN, self._pos))
@@ -310,7 +335,38 @@ class Endpointer:
         already over (speech came back, the turn ended), nothing happens."""
         current = self.state == EndpointState.SPEECH and self._asked and ticket == self._ticket
         if current and self._silence > 0 and probability >= self.settings.turn_threshold:
+            if self._held:
+                return EndpointStep()  # the words say more is coming: they outrank the sound
+            if self._awaiting_text:
+                self._complete_deferred = True  # decided once the words are read
+                return EndpointStep()
             return EndpointStep((self._finish(EndReason.COMPLETE, self._last_speech_end),))
+        return EndpointStep()
+
+    def await_text(self, pause: int) -> None:
+        """The words of pause ``pause`` are being read (the recognizer's early final began):
+        until :meth:`text_verdict` answers, this pause ends on nothing shorter than
+        ``hold_silence_ms``. Nothing happens without a text hold, or for a pause already over."""
+        if self._hold and self.state == EndpointState.SPEECH and pause == self._pause and self._silence > 0:
+            self._awaiting_text = True
+
+    def text_verdict(self, pause: int, mid_thought: bool) -> EndpointStep:
+        """What the words of pause ``pause`` say. Mid-thought: the pause waits
+        ``hold_silence_ms`` and the model's "complete" is overruled. Otherwise the pause is
+        judged as without a text hold, and ends now if its end was reached while the words
+        were read. An answer for a pause already over, or one not awaited, changes nothing."""
+        current = self.state == EndpointState.SPEECH and pause == self._pause and self._silence > 0
+        if not (current and self._awaiting_text):
+            return EndpointStep()
+        self._awaiting_text = False
+        if mid_thought:
+            self._held = True
+            self._complete_deferred = False
+            return EndpointStep()
+        if self._complete_deferred:
+            return EndpointStep((self._finish(EndReason.COMPLETE, self._last_speech_end),))
+        if self._end_on_silence and self._silence >= self._end_silence:
+            return EndpointStep((self._finish(EndReason.SILENCE, self._last_speech_end),))
         return EndpointStep()
 
     # --- internals -------------------------------------------------------------------
@@ -319,6 +375,21 @@ class Endpointer:
         self._speech_start = start
         self._last_speech_end = self._pos
         self._silence = 0
+        self._new_pause()
+
+    def _new_pause(self) -> None:
+        """Speech: the next silence is a new pause, with nothing read or held yet."""
+        self._pause += 1
+        self._awaiting_text = False
+        self._held = False
+        self._complete_deferred = False
+
+    def _silence_limit(self) -> int:
+        """The silence that ends the current pause: ``hold_silence_ms`` while its words are
+        read or mid-thought (never less than ``end_silence_ms``), else ``end_silence_ms``."""
+        if self._held or self._awaiting_text:
+            return max(self._hold, self._end_silence)
+        return self._end_silence
 
     def _finish(self, reason: EndReason, end: int) -> TurnEnd:
         heard = self.state == EndpointState.SPEECH
@@ -341,6 +412,9 @@ class Endpointer:
         self._wait_deadline = None
         self._end_on_silence = True
         self._asked = False
+        self._awaiting_text = False
+        self._held = False
+        self._complete_deferred = False
         self._clear_history()
 
     def _remember(self, start: int, pcm: Pcm) -> None:

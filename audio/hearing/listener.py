@@ -40,6 +40,13 @@ model calls complete ends one frame after the answer, and the audio thread never
 The early final runs when the model is asked, if that comes before ``early_final_ms``:
 the turn may end as soon as the model answers, and a final pass begun only then would
 stand between the end of the turn and the reply.
+
+Text hold (the endpoint's ``hold_silence_ms`` > 0): the early final's words are read too
+(``text_reader``, on its own thread; the rule is :mod:`.turn_text`). Until they are read the
+pause is not ended by the short silence nor by the model, and words that are mid-thought
+("set a timer for", "apples, bananas,") make it wait ``hold_silence_ms``
+(:meth:`Endpointer.await_text`, :meth:`Endpointer.text_verdict`). Answers are handed over at
+the start of the next :meth:`Listener.process`, like the model's.
 """
 
 from __future__ import annotations
@@ -65,6 +72,7 @@ from edgevoice.audio.hearing.endpoint import (
     TurnEnd,
 )
 from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
+from edgevoice.audio.hearing.text_reader import TextReader, TextWorker
 from edgevoice.audio.hearing.turn_model import WINDOW_SAMPLES, TurnJudge
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.wakeword import WakeWordDetection, WakeWordDetector
@@ -194,6 +202,7 @@ class Listener:
         wake_settle_ms: float = 300.0,
         origin_s: float = 0.0,
         turn_judge: TurnJudge | None = None,
+        text_reader: TextReader | None = None,
     ) -> None:
         if mode == ListenMode.WAKEWORD and wakeword is None:
             raise ValueError("listen mode 'wakeword' needs a wake word detector")
@@ -209,6 +218,8 @@ class Listener:
         self.wake_settle_ms = wake_settle_ms
         self.origin_s = origin_s
         self.turn_judge = turn_judge
+        # reads the early final's words for the text hold (its thread starts on first use)
+        self.text_reader: TextReader = text_reader if text_reader is not None else TextWorker()
         self.endpointer = Endpointer(endpoint, auto_start=self.mode == ListenMode.ALWAYS)
         self._session: AsrSession | None = None
         # The open turn's recognition: samples of its audio fed so far (pre-roll
@@ -279,6 +290,8 @@ class Listener:
         if self.turn_judge is not None:
             for verdict in self.turn_judge.verdicts():
                 self._handle(self.endpointer.verdict(verdict.ticket, verdict.probability), events)
+        for reading in self.text_reader.verdicts():
+            self._handle(self.endpointer.text_verdict(reading.pause, reading.mid_thought), events)
         for window in self.vad.process(pcm, heard):
             self._update_auto_start()
             self._handle(self.endpointer.push(window.turn_audio, window.speech), events)
@@ -355,6 +368,7 @@ class Listener:
         self._cancel_session()
         if self.turn_judge is not None:
             self.turn_judge.close()
+        self.text_reader.close()
 
     # --- internals -------------------------------------------------------------------
     def _update_auto_start(self) -> None:
@@ -471,9 +485,13 @@ class Listener:
         self._paused_from = self._turn_fed - paused
         assert self.asr is not None
         # what _turn_result() gives if no speech follows (read off this thread: a copy)
-        events.append(EarlyTranscript(self.now, partial(
-            _joined, list(self._pieces), self.endpointer.settings.sample_rate, self.asr.low_confidence,
-            self._turn_fed)))
+        transcript = partial(_joined, list(self._pieces), self.endpointer.settings.sample_rate,
+                             self.asr.low_confidence, self._turn_fed)
+        events.append(EarlyTranscript(self.now, transcript))
+        if self.endpointer.settings.hold_silence_ms > 0:
+            pause = self.endpointer.pause
+            self.endpointer.await_text(pause)
+            self.text_reader.ask(pause, transcript)
 
     def _speaking_again(self) -> bool:
         return self.endpointer.state == EndpointState.SPEECH and self.endpointer.pause_ms == 0
@@ -533,8 +551,9 @@ def _joined(pieces: list[tuple[Callable[[], AsrResult], int]], rate: int, low_co
     if len(pieces) == 1 and pieces[0][1] == 0:
         return pieces[0][0]()
     results = [piece().shifted(at / rate) for piece, at in pieces]
-    return make_result(" ".join(r.text for r in results if not r.empty),
-                       [w for r in results for w in r.words], low_confidence, samples)
+    said = [r for r in results if not r.empty]
+    return make_result(" ".join(r.text for r in said), [w for r in results for w in r.words],
+                       low_confidence, samples, end_mark=said[-1].end_mark if said else "")
 
 
 def _ready(result: AsrResult) -> Callable[[], AsrResult]:

@@ -15,7 +15,10 @@ SPAN_LEAD_S = 0.03  # audio kept before the first loud 10 ms (see speech_span)
 SPAN_TAIL_S = 0.2  # and after the last
 _QUIET_LEVEL = 30.0  # dB over one LSB: -60 dBFS, below which nothing is speech
 MIN_DECODE_SAMPLES = SAMPLE_RATE // 10  # Moonshine needs ~0.1 s to say anything at all
+# One decode: the words as one text, the words with times, the mark after the last word.
+Decoded = tuple[str, list[Word], str]
 _WORD = re.compile(r"[^\w']+")
+_AFTER_LAST_WORD = re.compile(r"\w[^\w]*$")
 
 
 def speech_span(pcm: Pcm, lead_s: float = SPAN_LEAD_S, tail_s: float = SPAN_TAIL_S) -> tuple[int, int]:
@@ -44,6 +47,14 @@ def normalise(text: str) -> list[str]:
     """Moonshine writes cased, punctuated sentences; transcripts here are lower-case words
     (as vosk's and pocketsphinx's are), apostrophes kept ("what's")."""
     return [w for w in (_WORD.sub(" ", text.lower().replace("’", "'")).split()) if w.strip("'")]
+
+
+def end_mark(text: str) -> str:
+    """The punctuation Moonshine wrote after the last word: "," in "Apples, bananas,", "."
+    after a finished sentence, "" when none. A mark that says more follows is part of what
+    the end of turn reads (:mod:`.turn_text`); the transcript's words drop it."""
+    found = _AFTER_LAST_WORD.search(text.replace("’", "'"))
+    return "".join(found.group(0)[1:].split()) if found else ""
 
 
 def spread_words(texts: list[str], start: float, end: float) -> list[Word]:

@@ -82,6 +82,7 @@ def endpoint_settings(endpoint: EndpointConfig) -> EndpointSettings:
         pre_roll_ms=endpoint.pre_roll_ms,
         turn_check_ms=endpoint.turn_check_ms if endpoint.turn_model != "off" else 0,
         turn_threshold=endpoint.turn_threshold,
+        hold_silence_ms=endpoint.hold_silence_ms,
     )
 
 

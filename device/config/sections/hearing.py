@@ -76,6 +76,14 @@ class EndpointConfig:
         0.5, "With a turn model: P(complete) at or over which the pause ends the turn.",
         minimum=0.0, maximum=1.0, restart=True,
     )
+    hold_silence_ms: int = setting(
+        1500, "Text hold: the recognizer's early final (asr.early_final_ms, or the turn model's "
+        "ask) is read, and a pause whose words cannot end an English sentence (a trailing "
+        "\"for\", \"the\", \"and\", \"um\", a comma) is not ended by end_silence_ms nor by the "
+        "turn model: it waits this long. Until the words are read no pause ends sooner than "
+        "this. Needs streaming, free-form recognition. 0: off (docs/hearing.md).",
+        minimum=0, maximum=10000, restart=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)
