@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -37,12 +38,23 @@ from edgevoice.audio.hearing.asr import AsrEngine, AsrError, AsrResult, AsrSessi
 
 _LOGGER = logging.getLogger(__name__)
 _START_TIMEOUT_S = 120.0
+# How many steps nicer than the daemon the decoder runs: CFS gives a thread at nice +10 about
+# a tenth of the CPU of one at the daemon's nice when both want it.
+WORKER_NICE = 10
 
 EngineFactory = Callable[[], AsrEngine]
 
 
-def _serve(conn: Connection, factory: EngineFactory) -> None:
+def _serve(conn: Connection, factory: EngineFactory, nice: int = 0) -> None:
     """The child: build the engine, then answer the parent's messages until it closes."""
+    if nice > 0:
+        # Decoding is background work: under CPU pressure (a slow board, a CPU quota) the
+        # front end (VAD, barge-in) and the event loop must win, or the duplex queue
+        # overflows and audio is lost while the decoder would only have finished later.
+        try:
+            os.nice(nice)
+        except OSError as err:  # a sandbox that forbids it: decode at the parent's priority
+            _LOGGER.debug("recognizer worker could not lower its priority: %s", err)
     try:
         engine = factory()
     except Exception as err:
@@ -97,11 +109,11 @@ def _serve(conn: Connection, factory: EngineFactory) -> None:
 class WorkerAsrEngine(AsrEngine):
     """An :class:`AsrEngine` whose decoding runs in a child process (module docstring)."""
 
-    def __init__(self, factory: EngineFactory) -> None:
+    def __init__(self, factory: EngineFactory, *, nice: int = WORKER_NICE) -> None:
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe()
         self._conn = parent
-        self._process = context.Process(target=_serve, args=(child, factory), daemon=True,
+        self._process = context.Process(target=_serve, args=(child, factory, nice), daemon=True,
                                         name="edgevoice-asr")
         self._process.start()
         child.close()

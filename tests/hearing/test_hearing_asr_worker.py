@@ -15,7 +15,7 @@ from support.hearing_audio import frames, piper_speech
 
 from edgevoice.audio.hearing.asr import AsrError
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.hearing.asr_worker import WorkerAsrEngine
+from edgevoice.audio.hearing.asr_worker import WORKER_NICE, WorkerAsrEngine
 from edgevoice.models import ModelKind, resolve_model
 
 PAD = np.zeros(4000, dtype=np.int16)
@@ -122,3 +122,11 @@ def test_a_worker_that_dies_is_reported() -> None:
         assert info.value.code == "asr_worker_died"
     finally:
         engine.close()
+
+
+def test_the_decoder_runs_nicer_than_the_daemon(worker: WorkerAsrEngine) -> None:
+    """Under CPU pressure the front end and the event loop must win over the decoder: the
+    worker process runs WORKER_NICE steps nicer than its parent."""
+    assert worker.pid is not None
+    assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0)
+                                                              + WORKER_NICE)
