@@ -68,7 +68,7 @@ class EndpointSettings:
     sample_rate: int = SAMPLE_RATE
     turn_check_ms: int = 0  # ask the turn model after this much silence; 0: no model
     turn_threshold: float = 0.5  # P(complete) at which the model's pause ends the turn
-    hold_silence_ms: int = 1500  # the end of a pause whose words are mid-thought; 0: no text hold
+    hold_silence_ms: int = 1600  # the end of a pause whose words are mid-thought; 0: no text hold
 
     def __post_init__(self) -> None:
         if self.min_speech_ms < 0 or self.end_silence_ms <= 0 or self.max_turn_s <= 0 or self.pre_roll_ms < 0:

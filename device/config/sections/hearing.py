@@ -77,7 +77,7 @@ class EndpointConfig:
         minimum=0.0, maximum=1.0, restart=True,
     )
     hold_silence_ms: int = setting(
-        1500, "Text hold: the recognizer's early final (asr.early_final_ms, or the turn model's "
+        1600, "Text hold: the recognizer's early final (asr.early_final_ms, or the turn model's "
         "ask) is read, and a pause whose words cannot end an English sentence (a trailing "
         "\"for\", \"the\", \"and\", \"um\", a comma) is not ended by end_silence_ms nor by the "
         "turn model: it waits this long. Until the words are read no pause ends sooner than "
