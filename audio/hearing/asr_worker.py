@@ -5,17 +5,22 @@ API::
     engine = WorkerAsrEngine(functools.partial(PocketsphinxEngine, path, model_name=name))
     session = engine.start()
     session.accept(pcm)      # ships the audio; returns the newest partial that came back
-    session.finish()         # waits (without the GIL) for the final result
+    result = session.finish_soon()   # asks for the final pass and returns at once
+    result()                 # waits (without the GIL) for the final result; finish() = both
     engine.close()           # ends the process
 
 pocketsphinx's bindings hold the GIL while they decode: 2-5 ms per 20 ms fed, 30-130 ms
 for the final pass, and several times that on a starved CPU. In-process, every Python
 thread waits through it: the VAD and the barge-in decision on the front-end thread,
 the event loop streaming the agent's reply, the duplex loop's hand-over. Here the
-decoder runs in a child process (``spawn``): :meth:`accept` only sends the period down a
-pipe and picks up whatever partial transcripts have come back (so a partial arrives a
-period or two later than in-process), and :meth:`finish` blocks in a pipe read, which
-releases the GIL.
+decoder runs in a child process (``spawn``), at a lower CPU priority than the daemon
+(:data:`WORKER_NICE`). A reader thread takes everything the child sends: :meth:`accept`
+only sends the period down a pipe and picks up the newest partial that came back (so a
+partial arrives a period or two later than in-process), and :meth:`finish_soon` sends the
+end of the turn and returns at once, so the front end's thread goes on hearing while the
+child makes the final pass (under a CPU quota that pass took pocketsphinx seconds, and
+the front end's queue overflowed while it waited); the result is waited for, without the
+GIL, only by whoever reads it.
 
 The engine is built in the child from a picklable factory (a class and its arguments).
 Failures come back as :class:`AsrError` with the child's message; a child that dies
@@ -27,7 +32,10 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import queue
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -119,11 +127,25 @@ class WorkerAsrEngine(AsrEngine):
         child.close()
         self._sid = 0
         self._session: _WorkerSession | None = None
+        self._send_lock = threading.Lock()  # the front end, the event loop and start-up all send
+        self._lock = threading.Lock()  # guards the tables the reader thread fills
+        self._replies: queue.Queue[tuple[Any, ...] | None] = queue.Queue()  # answers to calls
+        self._finals: dict[int, Future[AsrResult | None]] = {}
+        self._partials: dict[int, str] = {}  # the newest partial per session, until taken
+        self._errors: dict[int, str] = {}  # a session's failure, until its next call
+        self._dead = False
         if not parent.poll(_START_TIMEOUT_S):
             self._process.kill()
             raise AsrError(f"the recognizer process did not start within {_START_TIMEOUT_S:.0f} s",
                            code="asr_worker_died")
-        name, model_name, language, low_confidence, grammar = self._reply()
+        first = self._receive()
+        if first[0] != "ok":
+            self._process.join(5.0)
+            raise AsrError(f"the recognizer failed: {first[2]}", code="asr_failed")
+        name, model_name, language, low_confidence, grammar = first[1]
+        self._reader = threading.Thread(target=self._read_replies, name="edgevoice-asr-reader",
+                                        daemon=True)
+        self._reader.start()
         super().__init__(model_name=model_name, language=language, low_confidence=low_confidence)
         self.name = name
         self._grammar: tuple[str, ...] = tuple(grammar)
@@ -154,20 +176,25 @@ class WorkerAsrEngine(AsrEngine):
     def close(self) -> None:
         if self._process.is_alive():
             try:
-                self._conn.send(("close",))
+                with self._send_lock:
+                    self._conn.send(("close",))
             except OSError:
                 pass
             self._process.join(5.0)
             if self._process.is_alive():
                 self._process.kill()
                 self._process.join(1.0)
+        self._reader.join(2.0)  # it ends on the closed pipe
         self._conn.close()
 
     # --- the pipe ---------------------------------------------------------------------------
 
     def _send(self, message: tuple[Any, ...]) -> None:
+        if self._dead:
+            raise self._died()
         try:
-            self._conn.send(message)
+            with self._send_lock:
+                self._conn.send(message)
         except OSError as err:
             raise self._died() from err
 
@@ -179,14 +206,69 @@ class WorkerAsrEngine(AsrEngine):
             raise self._died() from err
         return message
 
-    def _reply(self) -> Any:
-        """The answer to a call, skipping stale session messages."""
+    def _read_replies(self) -> None:
+        """The reader thread: route every message the child sends to whoever waits for it."""
         while True:
-            message = self._receive()
-            if message[0] == "ok":
-                return message[1]
-            if message[0] == "error" and message[1] in (0, self._sid):
-                raise AsrError(f"the recognizer failed: {message[2]}", code="asr_failed")
+            try:
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                break
+            kind, key = message[0], message[1]
+            with self._lock:
+                if kind == "partial":
+                    self._partials[key] = message[2]
+                elif kind == "final":
+                    future = self._finals.pop(key, None)
+                    if future is not None:
+                        future.set_result(message[2])
+                elif kind == "error" and key != 0:  # a session's call failed
+                    future = self._finals.pop(key, None)
+                    failure = AsrError(f"the recognizer failed: {message[2]}", code="asr_failed")
+                    if future is not None:
+                        future.set_exception(failure)
+                    else:
+                        self._errors[key] = message[2]
+                else:  # "ok", or an engine-wide "error": the answer to set_grammar / warm_up
+                    self._replies.put(message)
+        with self._lock:  # the child is gone: nobody will answer
+            self._dead = True
+            for future in self._finals.values():
+                future.set_exception(self._died())
+            self._finals.clear()
+        self._replies.put(None)
+
+    def _reply(self) -> Any:
+        """The answer to a call (waits without the GIL)."""
+        message = self._replies.get()
+        if message is None:
+            self._replies.put(None)  # the next caller learns it too
+            raise self._died()
+        if message[0] == "error":
+            raise AsrError(f"the recognizer failed: {message[2]}", code="asr_failed")
+        return message[1]
+
+    def _expect_final(self, sid: int) -> Future[AsrResult | None]:
+        """Register the wait for a session's final before asking for it (the reader may
+        take the answer the moment the request is out)."""
+        future: Future[AsrResult | None] = Future()
+        with self._lock:
+            if self._dead:
+                future.set_exception(self._died())
+            else:
+                self._finals[sid] = future
+        return future
+
+    def _take_partial(self, sid: int) -> str | None:
+        with self._lock:
+            failed = self._errors.pop(sid, None)
+            if failed is not None:
+                raise AsrError(f"the recognizer failed: {failed}", code="asr_failed")
+            return self._partials.pop(sid, None)
+
+    def _forget(self, sid: int) -> None:
+        with self._lock:
+            self._partials.pop(sid, None)
+            self._errors.pop(sid, None)
 
     def _died(self) -> AsrError:
         self._process.join(0.5)
@@ -204,37 +286,39 @@ class _WorkerSession(AsrSession):
         if not self._open:
             raise AsrError("this recognition session is closed", code="asr_failed")
         engine = self._engine
+        try:
+            latest = engine._take_partial(self._sid)
+        except AsrError:
+            self._open = False
+            raise
         engine._send(("accept", self._sid, pcm.astype(np.int16, copy=False).tobytes()))
-        latest: str | None = None
-        while engine._conn.poll(0):
-            latest = self._take(engine._receive(), latest)
         return latest
 
-    def finish(self) -> AsrResult:
+    def finish_soon(self) -> Callable[[], AsrResult]:
         if not self._open:
             raise AsrError("this recognition session is closed", code="asr_failed")
         self._open = False
         engine = self._engine
+        try:
+            engine._take_partial(self._sid)  # a failure reported before the end of the turn
+        finally:
+            engine._forget(self._sid)
+        future = engine._expect_final(self._sid)
         engine._send(("finish", self._sid))
-        while True:
-            message = engine._receive()
-            if message[0] == "final" and message[1] == self._sid:
-                result: AsrResult | None = message[2]
-                if result is None:
-                    raise AsrError("the recognizer had no session to finish", code="asr_failed")
-                return result
-            self._take(message, None)
+
+        def result() -> AsrResult:
+            final = future.result()
+            if final is None:
+                raise AsrError("the recognizer had no session to finish", code="asr_failed")
+            return final
+
+        return result
+
+    def finish(self) -> AsrResult:
+        return self.finish_soon()()
 
     def cancel(self) -> None:
         if self._open:
             self._open = False
+            self._engine._forget(self._sid)
             self._engine._send(("cancel", self._sid))
-
-    def _take(self, message: tuple[Any, ...], latest: str | None) -> str | None:
-        if message[0] == "partial" and message[1] == self._sid:
-            text: str = message[2]
-            return text
-        if message[0] == "error" and message[1] == self._sid:
-            self._open = False
-            raise AsrError(f"the recognizer failed: {message[2]}", code="asr_failed")
-        return latest

@@ -130,3 +130,36 @@ def test_the_decoder_runs_nicer_than_the_daemon(worker: WorkerAsrEngine) -> None
     assert worker.pid is not None
     assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(19, os.getpriority(os.PRIO_PROCESS, 0)
                                                               + WORKER_NICE)
+
+
+def test_finish_soon_returns_at_once_and_the_result_comes_when_decoded() -> None:
+    """The front end asks for the final pass and goes on hearing: only the reader of the
+    result waits for the decode, and what it reads is what the engine hears in-process
+    (fresh engines on both sides: pocketsphinx adapts to what it heard before)."""
+    audio = np.concatenate([PAD, *[piper_speech(SENTENCE)] * 3, PAD])
+    inline = _factory()()
+    try:
+        expected = inline.transcribe(audio, chunk_samples=320)
+    finally:
+        inline.close()
+    worker = WorkerAsrEngine(_factory())
+    try:
+        _finish_soon_on(worker, audio, expected.text)
+    finally:
+        worker.close()
+
+
+def _finish_soon_on(worker: WorkerAsrEngine, audio: np.ndarray, expected: str) -> None:
+    session = worker.start()
+    for chunk in frames(audio, 320):  # all at once: the decoding is still to do
+        session.accept(chunk)
+    began = time.perf_counter()
+    result = session.finish_soon()
+    returned = time.perf_counter() - began
+    heard = result()
+    decoded = time.perf_counter() - began
+    assert decoded > 0.05  # there was decoding to wait for
+    assert returned < 0.2 * decoded, f"finish_soon took {returned * 1000:.0f} of {decoded * 1000:.0f} ms"
+    assert heard.text == expected and heard.text
+    with pytest.raises(AsrError, match="closed"):
+        session.accept(np.zeros(160, np.int16))
