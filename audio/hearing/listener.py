@@ -179,9 +179,24 @@ class SpeechResumed:
         return {"audio_s": round(self.t, 3)}
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class FinalPending:
+    """The turn's final pass is still decoding (:attr:`Listener.defer_final`): ``resolve()``
+    waits for it and gives the events that replace this one (a :class:`FinalTranscript`,
+    or :class:`TurnDiscarded` ``no_words``). Call it off the front end's thread, and deliver
+    nothing that came after it before it. Not published."""
+
+    type: ClassVar[str] = "input.turn.final_pending"
+    t: float
+    resolve: Callable[[], list[HearingEvent]] = field(repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"audio_s": round(self.t, 3)}
+
+
 HearingEvent = (
     SpeechStarted | SpeechStopped | WakeWordDetected | PartialTranscript | FinalTranscript | TurnDiscarded
-    | EarlyTranscript | SpeechResumed
+    | EarlyTranscript | SpeechResumed | FinalPending
 )
 
 
@@ -218,6 +233,9 @@ class Listener:
         self.wake_settle_ms = wake_settle_ms
         self.origin_s = origin_s
         self.turn_judge = turn_judge
+        # True: a turn's end does not wait for its final pass (FinalPending); the daemon's
+        # front-end thread sets it, so it goes on hearing while the recognizer finishes.
+        self.defer_final = False
         # reads the early final's words for the text hold (its thread starts on first use)
         self.text_reader: TextReader = text_reader if text_reader is not None else TextWorker()
         self.endpointer = Endpointer(endpoint, auto_start=self.mode == ListenMode.ALWAYS)
@@ -528,21 +546,35 @@ class Listener:
             return
         if self._session is not None:
             self._feed_held()
-            self._pieces.append((_ready(self._session.finish()), self._session_at))
+            finished = self._session.finish_soon() if self.defer_final else _ready(self._session.finish())
+            self._pieces.append((finished, self._session_at))
             self._session = None
         elif not self._pieces:  # not streaming: the whole turn now
             self._pieces.append((_ready(self.asr.transcribe(end.audio)), 0))
-        result = self._turn_result()
-        self._forget_turn()
-        if result.empty:
-            events.append(TurnDiscarded("no_words", t + end.detected_s))
+        if self.defer_final:
+            turn = partial(_joined, list(self._pieces), self.endpointer.settings.sample_rate,
+                           self.asr.low_confidence, self._turn_fed)
+            events.append(FinalPending(t + end.detected_s, partial(_final_events, turn, t, end)))
+            self._forget_turn()
+            self._update_auto_start()
             return
-        shifted = result.shifted(t + end.audio_start_s)
-        start = t + (end.start_s if end.start_s is not None else end.audio_start_s)
-        events.append(FinalTranscript(shifted.text, shifted.words, shifted.low_confidence,
-                                      start, t + end.end_s, shifted.confidence))
-        # In wakeword mode the next turn needs the wake word again (or a follow-up window).
-        self._update_auto_start()
+        final = _final_events(self._turn_result, t, end)
+        self._forget_turn()
+        events.extend(final)
+        if isinstance(final[0], FinalTranscript):
+            # In wakeword mode the next turn needs the wake word again (or a follow-up window).
+            self._update_auto_start()
+
+
+def _final_events(result: Callable[[], AsrResult], t: float, end: TurnEnd) -> list[HearingEvent]:
+    """What a turn's end reports once its words are known (``t``: the listener's origin)."""
+    heard = result()
+    if heard.empty:
+        return [TurnDiscarded("no_words", t + end.detected_s)]
+    shifted = heard.shifted(t + end.audio_start_s)
+    start = t + (end.start_s if end.start_s is not None else end.audio_start_s)
+    return [FinalTranscript(shifted.text, shifted.words, shifted.low_confidence, start, t + end.end_s,
+                            shifted.confidence)]
 
 
 def _joined(pieces: list[tuple[Callable[[], AsrResult], int]], rate: int, low_confidence: float,

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import queue
 import threading
 import traceback
 from collections import deque
@@ -30,7 +31,7 @@ from edgevoice.audio.aec.base import AecStats, EchoCanceller
 from edgevoice.audio.array.hearing import ArrayHearing
 from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs, unchanging
 from edgevoice.audio.hearing.endpoint import SpeechStarted
-from edgevoice.audio.hearing.listener import HearingEvent, Listener, PartialTranscript
+from edgevoice.audio.hearing.listener import FinalPending, HearingEvent, Listener, PartialTranscript
 from edgevoice.audio.hearing.vad import VadWindow, VoiceActivity
 from edgevoice.device.runtime.bargein import BargeIn, BargeInMonitor
 
@@ -287,8 +288,17 @@ class FrontEndThread:
         self._on_failure = on_failure
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="edgevoice-frontend", daemon=True)
+        # Results go out through a second thread, in order: a turn's end that waits for
+        # its final pass (FinalPending) is resolved there, so this thread goes on hearing
+        # while the recognizer decodes (under a CPU quota that took seconds, and the duplex
+        # queue overflowed while the front end waited).
+        front.listener.defer_final = True
+        self._outbox: queue.SimpleQueue[FrontResult | None] = queue.SimpleQueue()
+        self._deliverer = threading.Thread(target=self._deliver, name="edgevoice-frontend-out",
+                                           daemon=True)
 
     def start(self) -> None:
+        self._deliverer.start()
         self._thread.start()
 
     def stop(self) -> None:
@@ -296,10 +306,29 @@ class FrontEndThread:
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
+        self._deliverer.join(timeout)
 
     def _post(self, item: FrontResult | None) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
-            self._loop.call_soon_threadsafe(self.results.put_nowait, item)
+        self._outbox.put(item)
+
+    def _deliver(self) -> None:
+        """Hand results to the event loop in the order they were heard, each pending final
+        replaced by what its decode gave (waited for here, not on the front end's thread)."""
+        while True:
+            item = self._outbox.get()
+            if item is not None and any(isinstance(e, FinalPending) for e in item.events):
+                try:
+                    events = [resolved for event in item.events for resolved in
+                              (event.resolve() if isinstance(event, FinalPending) else (event,))]
+                except Exception:  # as a failure in process(): the result is lost, and reported
+                    with contextlib.suppress(RuntimeError):
+                        self._loop.call_soon_threadsafe(self._on_failure, item.index, traceback.format_exc())
+                    continue
+                item = dataclasses.replace(item, events=tuple(events))
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody listens
+                self._loop.call_soon_threadsafe(self.results.put_nowait, item)
+            if item is None:
+                return
 
     def _engaged(self) -> bool:
         """Whether a decision hangs on every period: someone is talking (the endpointer
