@@ -12,15 +12,13 @@ in double talk is the same (1.01 dB both).
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from support.aec_corpus import corpus_modules, pcm, tuning_room
 
 from edgevoice.audio.aec import coherence
 from edgevoice.audio.aec.coherence import ReferenceCoherence
@@ -28,7 +26,6 @@ from edgevoice.audio.aec.engine import EdgevoiceCanceller
 from edgevoice.audio.aec.kernel import load_kernel
 from edgevoice.audio.aec.numpy_kernel import NumpyKernel
 
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
 _ROOM = 11  # a tuning room
 RATE = 16000
 _BINS = 161
@@ -99,32 +96,20 @@ def test_both_kernels_agree() -> None:
 # -- on a corpus room ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def corpus() -> Iterator[tuple[ModuleType, ModuleType]]:
-    saved = list(sys.path)
-    sys.path.insert(0, str(_BENCH / "aec_rooms"))
-    sys.path.insert(1, str(_BENCH / "aec"))
-    try:
-        yield importlib.import_module("rooms"), importlib.import_module("score")
-    finally:
-        sys.path[:] = saved  # bench/aec's bench.py and score.py must not shadow other modules
+    with corpus_modules() as modules:
+        yield modules
 
 
 @pytest.fixture(scope="module")
 def room(corpus: tuple[ModuleType, ModuleType]) -> Any:
-    rooms, _ = corpus
-    tuning, _validation = rooms.split()
-    assert _ROOM in tuning  # tuned on it, so it may be tested on; validation rooms only report
-    return rooms.cached_room(rooms.room_specs()[_ROOM])
-
-
-def _pcm(x: np.ndarray) -> np.ndarray:
-    return np.clip(np.rint(x * 32768.0), -32768, 32767).astype(np.int16)
+    return tuning_room(corpus[0], _ROOM)
 
 
 def test_the_echo_after_a_changed_path_is_removed_and_the_person_kept(
     corpus: tuple[ModuleType, ModuleType], room: Any
 ) -> None:
     _, score = corpus
-    mic, near, ref = _pcm(room.mic), _pcm(room.near_only), _pcm(room.reference)
+    mic, near, ref = pcm(room.mic), pcm(room.near_only), pcm(room.reference)
     scores = []
     for on in (True, False):
         out = EdgevoiceCanceller(reopen_on_coherence=on).process_signal(mic, ref)
@@ -143,7 +128,7 @@ def test_double_talk_is_not_taken_for_a_changed_path(room: Any) -> None:
     """Through the double talk (8-12 s) the person's error is far above what the filter
     expects, as a changed path's is; the coherence must not call it the reference's,
     and the filter's uncertainty must stay where the engine without it keeps it."""
-    mic, ref = _pcm(room.mic), _pcm(room.reference)
+    mic, ref = pcm(room.mic), pcm(room.reference)
     engines = (EdgevoiceCanceller(), EdgevoiceCanceller(reopen_on_coherence=False))
     n = 160
     dt_start, dt_end = (int(t * RATE) // n * n for t in room.double_talk)

@@ -16,51 +16,36 @@ does not show the weakness."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from support.aec_corpus import corpus_modules, pcm, tuning_room
 
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
 
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
 _ROOM = 36  # a tuning room
 RATE = 16000
 
 
 @pytest.fixture(scope="module")
 def corpus() -> Iterator[tuple[ModuleType, ModuleType]]:
-    saved = list(sys.path)
-    sys.path.insert(0, str(_BENCH / "aec_rooms"))
-    sys.path.insert(1, str(_BENCH / "aec"))
-    try:
-        yield importlib.import_module("rooms"), importlib.import_module("score")
-    finally:
-        sys.path[:] = saved  # bench/aec's bench.py and score.py must not shadow other modules
+    with corpus_modules() as modules:
+        yield modules
 
 
 @pytest.fixture(scope="module")
 def room(corpus: tuple[ModuleType, ModuleType]) -> Any:
-    rooms, _ = corpus
-    tuning, _validation = rooms.split()
-    assert _ROOM in tuning  # tuned on it, so it may be tested on; validation rooms only report
-    return rooms.cached_room(rooms.room_specs()[_ROOM])
-
-
-def _pcm(x: np.ndarray) -> np.ndarray:
-    return np.clip(np.rint(x * 32768.0), -32768, 32767).astype(np.int16)
+    return tuning_room(corpus[0], _ROOM)
 
 
 def test_echo_removed_in_the_3_s_after_the_device_moved(
     corpus: tuple[ModuleType, ModuleType], room: Any
 ) -> None:
     _, score = corpus
-    mic, near, ref = _pcm(room.mic), _pcm(room.near_only), _pcm(room.reference)
+    mic, near, ref = pcm(room.mic), pcm(room.near_only), pcm(room.reference)
     out = EdgevoiceCanceller().process_signal(mic, ref)
     out_near = EdgevoiceCanceller().process_signal(near, np.zeros_like(ref))
     lat = score.measured_latency(near, out_near)
@@ -81,7 +66,7 @@ def test_re_opening_waits_while_someone_talks(room: Any) -> None:
     """The leak estimate must not read a person's speech as echo: through the double
     talk (8-12 s) the filter's uncertainty must not be raised above where the engine
     without re-opening keeps it (raising it there costs the person)."""
-    mic, ref = _pcm(room.mic), _pcm(room.reference)
+    mic, ref = pcm(room.mic), pcm(room.reference)
     engines = (EdgevoiceCanceller(), EdgevoiceCanceller(reopen_on_leak=False))
     n = 160
     dt_start, dt_end = (int(t * RATE) // n * n for t in room.double_talk)
