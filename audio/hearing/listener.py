@@ -503,8 +503,7 @@ class Listener:
         self._paused_from = self._turn_fed - paused
         assert self.asr is not None
         # what _turn_result() gives if no speech follows (read off this thread: a copy)
-        transcript = partial(_joined, list(self._pieces), self.endpointer.settings.sample_rate,
-                             self.asr.low_confidence, self._turn_fed)
+        transcript = self._later_result()
         events.append(EarlyTranscript(self.now, transcript))
         if self.endpointer.settings.hold_silence_ms > 0:
             pause = self.endpointer.pause
@@ -528,9 +527,14 @@ class Listener:
 
     def _turn_result(self) -> AsrResult:
         """The pieces of the turn as one result, word times from the turn's audio start."""
+        return self._later_result()()
+
+    def _later_result(self) -> Callable[[], AsrResult]:
+        """:meth:`_turn_result` as it stands now, to be read later (a copy of the pieces: the
+        turn goes on, or is forgotten, meanwhile)."""
         assert self.asr is not None
-        return _joined(self._pieces, self.endpointer.settings.sample_rate, self.asr.low_confidence,
-                       self._turn_fed)
+        return partial(_joined, list(self._pieces), self.endpointer.settings.sample_rate,
+                       self.asr.low_confidence, self._turn_fed)
 
     def _end(self, end: TurnEnd, events: list[HearingEvent]) -> None:
         t = self.origin_s
@@ -552,9 +556,8 @@ class Listener:
         elif not self._pieces:  # not streaming: the whole turn now
             self._pieces.append((_ready(self.asr.transcribe(end.audio)), 0))
         if self.defer_final:
-            turn = partial(_joined, list(self._pieces), self.endpointer.settings.sample_rate,
-                           self.asr.low_confidence, self._turn_fed)
-            events.append(FinalPending(t + end.detected_s, partial(_final_events, turn, t, end)))
+            resolve = partial(_final_events, self._later_result(), t, end)
+            events.append(FinalPending(t + end.detected_s, resolve))
             self._forget_turn()
             self._update_auto_start()
             return
