@@ -19,9 +19,10 @@ Reported per loop: per-period capture-read lateness (completion time against the
 read + n x period; histogram, p99, max), would-be xruns (periods late by >= the ALSA
 buffer, 4 x 10 ms), the front end's lag behind audio time at each barge-in (the
 ``barge_in`` event's wall time against when its audio was captured), CPU (process, and
-idle over the first 20 s of silence). ``--cpu-quota 50`` first moves this process into
-a cgroup (v1 ``cpu`` or v2) limited to 50 % of one core, like a slower board; the FIFO
-writers and the agent server stay outside it.
+idle over the first 20 s of silence; and the daemon's own: the process less this bench's
+raw loop and steal-sampler threads, plus the daemon's recognizer worker process).
+``--cpu-quota 50`` first moves this process into a cgroup (v1 ``cpu`` or v2) limited to
+50 % of one core, like a slower board; the FIFO writers and the agent server stay outside it.
 
 The FIFO cannot overrun (a late reader only grows its backlog), so lateness is measured
 rather than xruns counted; a card with the same buffer overruns at 40 ms late.
