@@ -69,9 +69,14 @@ class TextWorker(TextReader):
             self._pending.append(future)
 
     def verdicts(self) -> list[TextVerdict]:
+        done: list[Future[TextVerdict]] = []
+        waiting: list[Future[TextVerdict]] = []
         with self._lock:
-            done = [f for f in self._pending if f.done()]
-            self._pending = [f for f in self._pending if not f.done()]
+            # one look per future: one that finished between two looks would be in neither
+            # list, and its pause would wait the whole hold for an answer already given
+            for future in self._pending:
+                (done if future.done() else waiting).append(future)
+            self._pending = waiting
         return [f.result() for f in done]
 
     def wait_idle(self, timeout_s: float = 5.0) -> bool:
