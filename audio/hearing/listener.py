@@ -218,11 +218,13 @@ class Listener:
         origin_s: float = 0.0,
         turn_judge: TurnJudge | None = None,
         text_reader: TextReader | None = None,
+        owns_asr: bool = False,
     ) -> None:
         if mode == ListenMode.WAKEWORD and wakeword is None:
             raise ValueError("listen mode 'wakeword' needs a wake word detector")
         self.vad = vad
         self.asr = asr
+        self._owns_asr = owns_asr  # close() closes it; a shared one is its loader's to close
         self.mode = ListenMode(mode)
         self.wakeword = wakeword if self.mode == ListenMode.WAKEWORD else None
         self.button_mode = ButtonMode(button_mode)
@@ -387,6 +389,8 @@ class Listener:
         if self.turn_judge is not None:
             self.turn_judge.close()
         self.text_reader.close()
+        if self._owns_asr and self.asr is not None:
+            self.asr.close()  # a worker process and its reader thread end here
 
     # --- internals -------------------------------------------------------------------
     def _update_auto_start(self) -> None:

@@ -218,4 +218,5 @@ def build_listener(config: Config, *, asr: AsrEngine | None = None, origin_s: fl
         wake_timeout_s=listen.wake_timeout_s,
         origin_s=origin_s,
         turn_judge=build_turn_judge(config.endpoint, models_dir),
+        owns_asr=asr is None,
     )
