@@ -30,6 +30,12 @@ REPO = Path(__file__).resolve().parents[2]
 ANSWER = "please come in the door is open"
 LONG_ANSWER = ("Welcome to the building. The office you want is on the third floor, past the lifts "
                "on the left, through the glass doors and along the corridor to the very end. "
+               # Long pieces after the one talked over: under load the bus event that starts
+               # the talk-over reaches the test seconds of room time late (speed 0), and a
+               # reply that ended first was never cut (1 run in 16 with one busy core).
+               "If the corridor doors are locked, press the silver button beside them and wait "
+               "for the chime. The lifts at the back of the hall are for deliveries only, so "
+               "please take the ones by the reception desk instead. "
                "Someone will meet you there in a minute.")
 FALLBACK = "Sorry, nobody can answer right now."
 CONSOLE = ("console.enabled=true", "console.listen=127.0.0.1:0", "console.transcripts=true",
@@ -209,7 +215,14 @@ async def test_an_operator_answers_says_nothing_and_sees_what_was_heard(
         assert heard and LONG_ANSWER.startswith(heard[:15])
         shown = await browser.wait_text("#heard", lambda t: "interrupted" in t, "what the visitor heard")
         assert shown.startswith(heard)
-        await browser.wait_text("#visitor", lambda t: t == "tell me a long story", "the next turn")
+        # The words that interrupted are the next turn, and the page shows them as the device
+        # heard them. Not compared with what was said: at room speed 0 the room can run a
+        # second or more ahead of a loaded event loop, so the reply may keep playing over
+        # the whole utterance and pocketsphinx hears it through that echo ("hello", 1 run
+        # in 4 under one busy core).
+        interrupting = await device.wait_for(EventType.TRANSCRIPT_USER)
+        assert interrupting.data["text"]
+        await browser.wait_text("#visitor", lambda t: t == interrupting.data["text"], "the next turn")
         await browser.wait_text("#turn-status", lambda t: t.startswith("Waiting"), "the fourth wait")
         await _screenshots(browser, _shots(tmp_path), "operator")
         await browser.switch(captions)
