@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import resource
 import socket
@@ -143,6 +144,28 @@ class TimedAlsaBackend(AlsaBackend):
         return captured
 
 
+def match_barge_ins(onsets_s: list[float], talk_overs_s: list[float], requests_s: list[float], *,
+                    early_s: float = 0.5, late_s: float = 2.0) -> tuple[int, int, list[float]]:
+    """Which of the person's lines each barge-in was: (talk-overs taken, barge-ins on one of
+    the person's questions, the onsets of barge-ins on nothing the person said).
+
+    A barge-in's onset (audio time) belongs to a line when it lies from ``early_s`` before
+    the line's start (the VAD's pre-roll) to ``late_s`` after it, each line counted once.
+    A barge-in on a question happens when the talk-over before it was missed and the reply
+    was still playing when the person asked again. One on nothing is the device taking its
+    own voice, or the room's noise, for a person: a self-interruption."""
+    on_nothing: list[float] = []
+    taken: set[float] = set()
+    for onset in sorted(onsets_s):
+        hit = next((at for at in (*talk_overs_s, *requests_s)
+                    if at not in taken and at - early_s <= onset <= at + late_s), None)
+        if hit is None:
+            on_nothing.append(onset)
+        else:
+            taken.add(hit)
+    return len(taken & set(talk_overs_s)), len(taken & set(requests_s)), on_nothing
+
+
 def _lateness_ms(done: list[float]) -> np.ndarray:
     """Per-period lateness against first + n x period, re-anchored when early (as the C loop)."""
     late = np.zeros(len(done))
@@ -181,7 +204,7 @@ def _raw_loop(capture: str, playback: str, stop: threading.Event, done: list[flo
     play.close()
 
 
-def _script(minutes: float, voice: str) -> tuple[np.ndarray, list[float]]:
+def _script(minutes: float, voice: str) -> tuple[np.ndarray, list[float], list[float]]:
     """The microphone: silence, then a story request and a barge-in every CYCLE_S."""
     story = synthesize_lines(voice, None, (Line(STORY),))[STORY]
     rng = np.random.default_rng(7)
@@ -189,10 +212,12 @@ def _script(minutes: float, voice: str) -> tuple[np.ndarray, list[float]]:
     mic = (rng.standard_normal(total) * 10).astype(np.int16)  # a quiet room, ~-70 dBFS
     at = IDLE_S
     barge_ins: list[float] = []
+    requests: list[float] = []
     index = 0
     while at + CYCLE_S < IDLE_S + minutes * 60.0:
         start = int(at * 16000)
         mic[start : start + len(story)] += story
+        requests.append(at)
         # the reply starts ~1.5 s after the question; the person talks over it 3.5 s in
         onset = at + len(story) / 16000 + 5.0
         question = espeak_speech(INTERRUPTIONS[index % len(INTERRUPTIONS)],
@@ -202,7 +227,7 @@ def _script(minutes: float, voice: str) -> tuple[np.ndarray, list[float]]:
         barge_ins.append(onset)
         at += CYCLE_S
         index += 1
-    return mic, barge_ins
+    return mic, barge_ins, requests
 
 
 @contextlib.contextmanager
@@ -260,7 +285,7 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
                                 f"agent.url=http://127.0.0.1:{args.port}/agent", *args.set],
                          search_paths=[])
     config = loaded.config
-    mic, barge_ins = _script(args.minutes, config.tts.voice)
+    mic, barge_ins, requests = _script(args.minutes, config.tts.voice)
     source = write_raw(folder / "mic.raw", mic)
     fifo, raw_fifo = folder / "mic.fifo", folder / "raw.fifo"
     # the raw loop starts before the daemon has loaded its engines: its input runs longer
@@ -326,10 +351,19 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
     # the frame the detector decided on was captured (complete) at first + its end - 1 period
     lags = [(at - (first + float(e.data["frame_s"]) - PERIOD_S)) * 1000.0
             for at, e in events if e.type == EventType.BARGE_IN]
+    taken, on_requests, unscheduled = match_barge_ins(
+        [float(e.data["onset_s"]) for _, e in events if e.type == EventType.BARGE_IN], barge_ins, requests)
     turns = sum(1 for _, e in events if e.type == EventType.TRANSCRIPT_USER)
+    if args.events is not None:
+        with args.events.open("w", encoding="utf-8") as out:
+            out.write(json.dumps({"talk_overs_s": barge_ins, "requests_s": requests}) + "\n")
+            for at, e in events:
+                out.write(json.dumps({"wall_s": round(at - first, 3), **e.as_dict()}, default=str) + "\n")
     xruns = [e.data for _, e in events if e.type == "audio.xrun"]
     return {"pressure": pressure, "late_ms": late_ms, "raw_late_ms": _lateness_ms(raw_done[raw_from:]),
-            "lags_ms": lags, "scheduled": len(barge_ins), "turns": turns, "cpu": cpu, "idle_cpu": idle_cpu,
+            "lags_ms": lags, "scheduled": len(barge_ins), "taken": taken,
+            "on_requests": on_requests, "unscheduled": unscheduled,
+            "turns": turns, "cpu": cpu, "idle_cpu": idle_cpu,
             "daemon_cpu": own, "daemon_idle_cpu": idle_own,
             "raw_cpu_s": raw_cpu[0] if raw_cpu else float("nan"), "loop_stats": loop_stats,
             "xrun_events": xruns, "load": os.getloadavg(), "front_dropped": front_dropped,
@@ -413,6 +447,9 @@ def main() -> None:
                         help="the daemon's ALSA loop: the C period loop or the pyalsaaudio one")
     parser.add_argument("--cpu-quota", type=float, default=0.0, help="percent of one core (0: none)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--events", type=Path, default=None, metavar="FILE",
+                        help="also write the daemon's events there, one JSON object a line (to trace "
+                             "a barge-in on no talk-over)")
     parser.add_argument("--nice", type=int, default=-5,
                         help="niceness change for the daemon's process, as the service's Nice=-5 "
                              "(default -5; 0: none)")
@@ -463,8 +500,12 @@ def main() -> None:
               f"which no priority inside the guest can prevent)")
     print(f"hypervisor steal over the conversation: {100 * result['steal_share']:.2f} % of all CPUs' time")
     lags = np.asarray(result["lags_ms"])
-    print(f"\nbarge-ins taken: {len(lags)} of {result['scheduled']} scheduled; user turns heard: "
-          f"{result['turns']}")
+    print(f"\nbarge-ins: {len(lags)}; talk-overs taken: {result['taken']} of {result['scheduled']} "
+          f"scheduled; barge-ins on the person's next question (the talk-over before it missed, the "
+          f"reply still playing): {result['on_requests']}; user turns heard: {result['turns']}")
+    unscheduled = result["unscheduled"]
+    print(f"barge-ins on no talk-over (the device interrupting itself; target 0): {len(unscheduled)}"
+          + (f", at {', '.join(f'{t:.1f}' for t in unscheduled)} s of audio" if unscheduled else ""))
     if len(lags):
         print(f"front-end lag behind audio time at a barge-in: median {np.median(lags):.0f} ms, "
               f"p90 {np.percentile(lags, 90):.0f} ms, max {lags.max():.0f} ms (target <= 100)")
