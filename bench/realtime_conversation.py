@@ -351,7 +351,7 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
     # the frame the detector decided on was captured (complete) at first + its end - 1 period
     lags = [(at - (first + float(e.data["frame_s"]) - PERIOD_S)) * 1000.0
             for at, e in events if e.type == EventType.BARGE_IN]
-    taken, on_requests, unscheduled = match_barge_ins(
+    taken, on_requests, on_nothing = match_barge_ins(
         [float(e.data["onset_s"]) for _, e in events if e.type == EventType.BARGE_IN], barge_ins, requests)
     turns = sum(1 for _, e in events if e.type == EventType.TRANSCRIPT_USER)
     if args.events is not None:
@@ -362,7 +362,7 @@ async def _conversation(args: argparse.Namespace, folder: Path, devices: AlsaDev
     xruns = [e.data for _, e in events if e.type == "audio.xrun"]
     return {"pressure": pressure, "late_ms": late_ms, "raw_late_ms": _lateness_ms(raw_done[raw_from:]),
             "lags_ms": lags, "scheduled": len(barge_ins), "taken": taken,
-            "on_requests": on_requests, "unscheduled": unscheduled,
+            "on_requests": on_requests, "on_nothing": on_nothing,
             "turns": turns, "cpu": cpu, "idle_cpu": idle_cpu,
             "daemon_cpu": own, "daemon_idle_cpu": idle_own,
             "raw_cpu_s": raw_cpu[0] if raw_cpu else float("nan"), "loop_stats": loop_stats,
@@ -448,8 +448,8 @@ def main() -> None:
     parser.add_argument("--cpu-quota", type=float, default=0.0, help="percent of one core (0: none)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--events", type=Path, default=None, metavar="FILE",
-                        help="also write the daemon's events there, one JSON object a line (to trace "
-                             "a barge-in on no talk-over)")
+                        help="also write the daemon's events there, one JSON object a line, after "
+                             "the person's lines (to trace a missed or a self-made barge-in)")
     parser.add_argument("--nice", type=int, default=-5,
                         help="niceness change for the daemon's process, as the service's Nice=-5 "
                              "(default -5; 0: none)")
@@ -503,9 +503,10 @@ def main() -> None:
     print(f"\nbarge-ins: {len(lags)}; talk-overs taken: {result['taken']} of {result['scheduled']} "
           f"scheduled; barge-ins on the person's next question (the talk-over before it missed, the "
           f"reply still playing): {result['on_requests']}; user turns heard: {result['turns']}")
-    unscheduled = result["unscheduled"]
-    print(f"barge-ins on no talk-over (the device interrupting itself; target 0): {len(unscheduled)}"
-          + (f", at {', '.join(f'{t:.1f}' for t in unscheduled)} s of audio" if unscheduled else ""))
+    on_nothing = result["on_nothing"]
+    print(f"barge-ins on nothing the person said (the device interrupting itself; target 0): "
+          f"{len(on_nothing)}" + (f", at {', '.join(f'{t:.1f}' for t in on_nothing)} s of audio"
+                                  if on_nothing else ""))
     if len(lags):
         print(f"front-end lag behind audio time at a barge-in: median {np.median(lags):.0f} ms, "
               f"p90 {np.percentile(lags, 90):.0f} ms, max {lags.max():.0f} ms (target <= 100)")
