@@ -303,9 +303,9 @@ def _table() -> dict[str, tuple[Applier, ...]]:
                     "console.allowed_origins", "operator.quick_replies")),
         (_listener, ("vad.threshold", "vad.release_threshold", "vad.energy_margin_db",
                      "vad.idle_gate_db", "endpoint.min_speech_ms", "endpoint.end_silence_ms",
-                     "endpoint.max_turn_s", "endpoint.pre_roll_ms", "listen.wake_timeout_s",
-                     "listen.follow_up_s", "listen.button_mode", "asr.low_confidence",
-                     "asr.early_final_ms", "asr.streaming")),
+                     "endpoint.hold_silence_ms", "endpoint.max_turn_s", "endpoint.pre_roll_ms",
+                     "listen.wake_timeout_s", "listen.follow_up_s", "listen.button_mode",
+                     "asr.low_confidence", "asr.early_final_ms", "asr.streaming")),
         (_barge_in, tuple(f"barge_in.{f.name}" for f in dataclasses.fields(BargeInConfig)
                           if not ((check := check_of(f)) is not None and check.restart))),
     ]

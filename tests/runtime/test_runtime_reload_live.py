@@ -36,23 +36,26 @@ async def test_reload_reaches_the_listener_earcons_synthesizer_and_agent(tmp_pat
         vad, endpointer = listener.vad, listener.endpointer
         assert vad.gate.threshold == 0.5 and vad.quiet is not None
         assert endpointer.settings.end_silence_ms == 600 and listener.streaming
+        assert endpointer.settings.hold_silence_ms == 1600
         old_agent, session = daemon.agent, daemon.agent.session_id
         old_agent.history.append(Exchange("what time is it", "It is noon."))
 
-        (tmp_path / "config.toml").write_text(
+        config_text = (
             "[vad]\nthreshold = 0.7\nrelease_threshold = 0.3\nidle_gate_db = 0\n"
-            "[endpoint]\nend_silence_ms = 900\nmin_speech_ms = 200\n"
+            "[endpoint]\nend_silence_ms = 900\nmin_speech_ms = 200\nhold_silence_ms = 2400\n"
             "[listen]\nwake_timeout_s = 7.5\nbutton_mode = \"press\"\n"
             "[asr]\nstreaming = false\nlow_confidence = 0.4\n"
             "[earcons]\nwake = false\nlevel = 0.1\n"
             "[tts]\nmax_chunk_chars = 80\n"
             "[device]\nresource_id = \"kitchen\"\n[llm]\nsystem_prompt = \"Answer in one word.\"\n"
         )
+        (tmp_path / "config.toml").write_text(config_text)
         await daemon.control.reload()
         await _until(lambda: vad.gate.threshold == 0.7, "vad.threshold")
         assert vad.gate.release_threshold == 0.3
         assert vad.quiet is None  # idle_gate_db = 0: score everything
         assert endpointer.settings.end_silence_ms == 900 and endpointer.settings.min_speech_ms == 200
+        assert endpointer.settings.hold_silence_ms == 2400  # a fleet retunes the text hold live
         assert listener.wake_timeout_s == 7.5 and listener.button_mode is ButtonMode.PRESS
         assert listener.asr is not None and listener.asr.low_confidence == 0.4
         await _until(lambda: not listener.streaming, "asr.streaming (between turns)")
@@ -67,6 +70,12 @@ async def test_reload_reaches_the_listener_earcons_synthesizer_and_agent(tmp_pat
         assert [e.user for e in conversation.agent.history] == ["what time is it"]
         reloaded = device.of(EventType.CONFIG_RELOADED)
         assert reloaded and reloaded[-1].data["restart_keys"] == []
+
+        # the text hold alone: a fleet retunes it without a restart
+        (tmp_path / "config.toml").write_text(config_text.replace("hold_silence_ms = 2400",
+                                                                  "hold_silence_ms = 0"))
+        await daemon.control.reload()
+        await _until(lambda: endpointer.settings.hold_silence_ms == 0, "endpoint.hold_silence_ms")
 
 
 async def test_set_config_reports_restart_keys_and_applies_the_live_ones(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ class EndpointConfig:
         "\"for\", \"the\", \"and\", \"um\", a comma) is not ended by end_silence_ms nor by the "
         "turn model: it waits this long. Until the words are read no pause ends sooner than "
         "this. Needs streaming, free-form recognition. 0: off (docs/hearing.md).",
-        minimum=0, maximum=10000, restart=True,
+        minimum=0, maximum=10000,
     )
 
 
