@@ -43,7 +43,9 @@ class AecStats:
     must fall back to its safe mode (no reference, a muted or wrong reference channel,
     or the engine is ``none``). ``residual_echo_dbfs``: the level of echo left in the
     output, the floor a barge-in must rise above. ``far_end_active``: the reference
-    carried sound in the last period.
+    carried sound in the last period. ``echo_absent``: the microphone does not hear the
+    loudspeaker at all (no echo, so nothing for the reference to prove; engines that
+    cannot tell leave it False).
     """
 
     engine: str
@@ -54,6 +56,7 @@ class AecStats:
     residual_echo_dbfs: float = -120.0
     far_end_active: bool = False
     periods: int = 0
+    echo_absent: bool = False
 
 
 class EchoCanceller(abc.ABC):

@@ -55,6 +55,7 @@ import numpy as np
 from edgevoice.audio.aec.base import AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.coherence import ChangedPath
 from edgevoice.audio.aec.delay import DelayEstimator
+from edgevoice.audio.aec.echo_presence import EchoPresence
 from edgevoice.audio.aec.fft import rfft
 from edgevoice.audio.aec.fractional import TAP_STEPS, TAP_TABLE_REV, TAPS
 from edgevoice.audio.aec.kernel import choose_kernel
@@ -152,6 +153,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._p0 = np.empty(_F, dtype=_REAL)
         self._gain_buf = np.empty(_F, dtype=_REAL)  # the suppressor's gains (kept as _last_gain)
         self._leak = LeakEstimate(_F, _REAL)
+        self._presence = EchoPresence()  # does the mic hear the loudspeaker at all?
         self._changed = ChangedPath(self._kernel) if reopen_on_coherence else None
         self.reset()
 
@@ -202,6 +204,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._ola = np.zeros(_N, dtype=_REAL)  # scaled to int16 (x 2**15)
         self._rs_err = np.zeros((2, _F), dtype=_REAL)
         self._leak.reset()
+        self._presence.reset()
         if self._changed is not None:
             self._changed.reset()
         self._explained = False  # the last block's error was the reference's (a changed path)
@@ -291,6 +294,7 @@ class EdgevoiceCanceller(EchoCanceller):
             take = self._choose(d_energy, e_energy, es_energy)
         else:
             self._residual_lin *= 0.5
+            self._presence.quiet(d_all)
         # the shadow explains the echo better right now (moved path)
         use_shadow = es_energy < 0.5 * e_energy and self._shadow_wins > 0
 
@@ -376,6 +380,7 @@ class EdgevoiceCanceller(EchoCanceller):
             self._mic_pow = 0.97 * self._mic_pow + 0.03 * d_energy
             self._out_pow = 0.97 * self._out_pow + 0.03 * out_energy
             self._erle_seen = True
+            self._presence.far_alone(d_energy)
 
     def _process_quiet(self, d: _Floats) -> Pcm:
         """The far end has been silent for longer than the delay line and the filter
@@ -387,6 +392,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._periods += 1
         self._power_sum *= 0.9
         self._far_active = False
+        self._presence.quiet(float(d @ d))
         frame = self._frame
         frame[:_N] = frame[_N:]
         frame[_N:] = d
@@ -587,5 +593,6 @@ class EdgevoiceCanceller(EchoCanceller):
         residual_db = 10.0 * float(np.log10(residual + 1e-12))
         return AecStats(self.name, delay_ms=delay, erle_db=erle, converged=converged,
                         reference_ok=converged, residual_echo_dbfs=max(-120.0, residual_db),
-                        far_end_active=self._far_active, periods=self._periods)
+                        far_end_active=self._far_active, periods=self._periods,
+                        echo_absent=not converged and self._presence.absent)
 

@@ -36,7 +36,9 @@ higher threshold and longer speech (``safe_mode = threshold``) or button only
 (``safe_mode = button_only``). It returns to normal after the reference has been good
 for ``recover_ms`` while the device played (``reference_heard``): silence neither proves
 nor fails a canceller, so the device's first reply, before the canceller has converged,
-starts in the safe mode however long the device was quiet before it.
+starts in the safe mode however long the device was quiet before it. A microphone that
+does not hear the loudspeaker at all (``echo_absent``, while it played) counts as good
+too: nothing it hears can be the device's own voice.
 """
 
 from __future__ import annotations
@@ -116,6 +118,9 @@ class BargeInInput:
     # the far end played in this period, so ``reference_ok`` was put to the test; False
     # (silence) leaves the mode as it is
     reference_heard: bool = True
+    # the microphone does not hear the loudspeaker at all: the device's voice cannot pass
+    # for a person, so a reference that proved nothing still leaves the safe mode
+    echo_absent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +170,8 @@ class BargeInDetector:
         self._candidate = False
         self._words = 0
 
-    def _next_mode(self, reference_ok: bool, reference_heard: bool, duration_ms: int) -> Mode:
+    def _next_mode(self, reference_ok: bool, reference_heard: bool, duration_ms: int,
+                   echo_absent: bool = False) -> Mode:
         s = self.settings
         if not s.enabled:
             return Mode.DISABLED
@@ -175,7 +181,7 @@ class BargeInDetector:
             # reply's unconverged echo then barged in on it.
             return self._mode
         safe = Mode.SAFE_THRESHOLD if s.safe_mode is SafeMode.THRESHOLD else Mode.BUTTON_ONLY
-        if not reference_ok:
+        if not reference_ok and not echo_absent:
             self._good_ms = 0
             self._bad_ms += duration_ms
             if self._mode is Mode.NORMAL and self._proven and self._bad_ms < s.degrade_ms:
@@ -185,6 +191,8 @@ class BargeInDetector:
         self._bad_ms = 0
         self._good_ms += duration_ms
         if self._mode is not Mode.NORMAL and self._good_ms >= s.recover_ms:
+            # echo-free readings earn degrade_ms's grace as well: a person talking over the
+            # device is what breaks them first, right when the barge-in is being decided
             self._proven = True
             return Mode.NORMAL
         return self._mode
@@ -197,7 +205,8 @@ class BargeInDetector:
         s = self.settings
         start = self._now
         self._now += period.duration_ms
-        mode = self._next_mode(period.reference_ok, period.reference_heard, period.duration_ms)
+        mode = self._next_mode(period.reference_ok, period.reference_heard, period.duration_ms,
+                               period.echo_absent)
         changed = mode is not self._mode
         self._mode = mode
         if self._interrupted or not period.device_speaking or mode in (Mode.DISABLED, Mode.BUTTON_ONLY):

@@ -91,6 +91,7 @@ class BargeInMonitor:
                 reference_ok=reference_ok,
                 unsuppressed_dbfs=None if window.heard is None else dbfs(window.heard),
                 reference_heard=reference_heard,
+                echo_absent=aec is not None and aec.echo_absent,
             ))
             if update.mode_changed:
                 _LOGGER.debug("barge-in mode: %s", update.mode)

@@ -24,10 +24,10 @@ RESIDUAL = -60.0
 
 def period(vad: float = 0.0, level: float = -30.0, *, speaking: bool = True, ref_ok: bool = True,
            residual: float = RESIDUAL, ms: int = 10, unsuppressed: float | None = None,
-           heard: bool = True) -> BargeInInput:
+           heard: bool = True, no_echo: bool = False) -> BargeInInput:
     return BargeInInput(duration_ms=ms, vad_probability=vad, speech_dbfs=level,
                         residual_echo_dbfs=residual, device_speaking=speaking, reference_ok=ref_ok,
-                        unsuppressed_dbfs=unsuppressed, reference_heard=heard)
+                        unsuppressed_dbfs=unsuppressed, reference_heard=heard, echo_absent=no_echo)
 
 
 def feed(det: BargeInDetector, p: BargeInInput, count: int) -> list[BargeInUpdate]:
@@ -285,6 +285,33 @@ def test_silence_neither_proves_nor_fails_the_reference() -> None:
     assert [i for i, u in enumerate(ups) if u.mode_changed] == [99] and ups[99].mode is Mode.NORMAL
     # a proven reference stays trusted through quiet as well
     assert all(u.mode is Mode.NORMAL for u in feed(det, period(ref_ok=False, heard=False), 500))
+
+
+def test_a_microphone_that_hears_no_loudspeaker_leaves_the_safe_mode() -> None:
+    """A handset or a remote loudspeaker: no echo, so the canceller proves nothing, and the
+    safe mode would miss people for good. Echo-free readings bring the normal mode after
+    recover_ms; the person talking over the device, who breaks them first, is judged there
+    (degrade_ms's grace); echo that stays unremoved longer is the safe mode again."""
+    s = BargeInSettings(min_speech_ms=150, recover_ms=1000, degrade_ms=2000)
+    det = BargeInDetector(s)
+    assert det.update(period(ref_ok=False)).mode is Mode.SAFE_THRESHOLD
+    ups = feed(det, period(ref_ok=False, no_echo=True), 100)
+    assert [i for i, u in enumerate(ups) if u.mode_changed] == [99] and ups[99].mode is Mode.NORMAL
+    # the person's voice ends the echo-free reading: taken at the normal threshold
+    talk = feed(det, period(vad=0.6, level=-40.0, ref_ok=False), 30)
+    assert all(u.mode is Mode.NORMAL for u in talk)
+    assert first(talk, Decision.BARGE_IN) == 14
+    det.turn_finished(3)
+    # the loudspeaker switched on, its echo not removed for degrade_ms: safe again
+    ups = feed(det, period(ref_ok=False), 200)
+    assert [i for i, u in enumerate(ups) if u.mode_changed] == [169]  # 2000 ms of bad readings
+    assert ups[-1].mode is Mode.SAFE_THRESHOLD
+    # echo-free readings shorter than recover_ms do not do it
+    det = BargeInDetector(s)
+    det.update(period(ref_ok=False))
+    feed(det, period(ref_ok=False, no_echo=True), 99)
+    det.update(period(ref_ok=False))
+    assert all(u.mode is Mode.SAFE_THRESHOLD for u in feed(det, period(ref_ok=False, no_echo=True), 99))
 
 
 def test_mode_changes_are_reported_even_when_the_device_is_silent() -> None:
