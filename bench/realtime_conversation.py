@@ -146,24 +146,24 @@ class TimedAlsaBackend(AlsaBackend):
 
 def match_barge_ins(onsets_s: list[float], talk_overs_s: list[float], requests_s: list[float], *,
                     early_s: float = 0.5, late_s: float = 2.0) -> tuple[int, int, list[float]]:
-    """Which of the person's lines each barge-in was: (talk-overs taken, barge-ins on one of
-    the person's questions, the onsets of barge-ins on nothing the person said).
+    """Which of the person's lines the barge-ins were on: (talk-overs taken, the person's
+    questions barged in on, the onsets of barge-ins on nothing the person said).
 
-    A barge-in's onset (audio time) belongs to a line when it lies from ``early_s`` before
-    the line's start (the VAD's pre-roll) to ``late_s`` after it, each line counted once.
-    A barge-in on a question happens when the talk-over before it was missed and the reply
-    was still playing when the person asked again. One on nothing is the device taking its
-    own voice, or the room's noise, for a person: a self-interruption."""
+    A barge-in's onset (audio time) is on a line when it lies from ``early_s`` before the
+    line's start (the VAD's pre-roll) to ``late_s`` after it. A line is counted once, however
+    many barge-ins it made ("Hold on, | what is your name?" can end a turn at its comma and
+    barge in again). A question is barged in on when the talk-over before it was missed and
+    the reply still played when the person asked again. A barge-in on nothing is the device
+    taking its own voice, or the room's noise, for a person: a self-interruption."""
     on_nothing: list[float] = []
     taken: set[float] = set()
-    for onset in sorted(onsets_s):
-        hit = next((at for at in (*talk_overs_s, *requests_s)
-                    if at not in taken and at - early_s <= onset <= at + late_s), None)
-        if hit is None:
-            on_nothing.append(onset)
+    for onset in onsets_s:
+        lines = [at for at in (*talk_overs_s, *requests_s) if at - early_s <= onset <= at + late_s]
+        if lines:
+            taken.add(lines[0])
         else:
-            taken.add(hit)
-    return len(taken & set(talk_overs_s)), len(taken & set(requests_s)), on_nothing
+            on_nothing.append(onset)
+    return len(taken & set(talk_overs_s)), len(taken & set(requests_s)), sorted(on_nothing)
 
 
 def _lateness_ms(done: list[float]) -> np.ndarray:
