@@ -12,13 +12,12 @@ in double talk is the same (1.01 dB both).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
-from support.aec_corpus import corpus_modules, pcm, tuning_room
+from support.aec_corpus import pcm, tuning_room
 
 from edgevoice.audio.aec import coherence
 from edgevoice.audio.aec.coherence import ReferenceCoherence
@@ -94,12 +93,6 @@ def test_both_kernels_agree() -> None:
 
 
 # -- on a corpus room ----------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def corpus() -> Iterator[tuple[ModuleType, ModuleType]]:
-    with corpus_modules() as modules:
-        yield modules
-
-
 @pytest.fixture(scope="module")
 def room(corpus: tuple[ModuleType, ModuleType]) -> Any:
     return tuning_room(corpus[0], _ROOM)

@@ -16,24 +16,17 @@ does not show the weakness."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
-from support.aec_corpus import corpus_modules, pcm, tuning_room
+from support.aec_corpus import pcm, tuning_room
 
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
 
 _ROOM = 36  # a tuning room
 RATE = 16000
-
-
-@pytest.fixture(scope="module")
-def corpus() -> Iterator[tuple[ModuleType, ModuleType]]:
-    with corpus_modules() as modules:
-        yield modules
 
 
 @pytest.fixture(scope="module")
