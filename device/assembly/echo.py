@@ -45,6 +45,7 @@ def barge_in_settings(barge_in: BargeInConfig) -> BargeInSettings:
         safe_min_speech_ms=barge_in.safe_min_speech_ms,
         degrade_ms=barge_in.degrade_ms,
         max_suppression_db=barge_in.max_suppression_db,
+        background_margin_db=barge_in.background_margin_db,
         resume_after_false_barge_in=barge_in.resume_after_false_barge_in,
     )
 

@@ -22,6 +22,13 @@ from edgevoice.audio.hearing.bargein import (
 RESIDUAL = -60.0
 
 
+def rules(**changes: object) -> BargeInSettings:
+    """The settings for the tests of every rule but the room's background (those below
+    give each period one level, the device's echo and a person alike, so no speech
+    would stand over the room)."""
+    return BargeInSettings(**{"background_margin_db": 0.0, **changes})  # type: ignore[arg-type]
+
+
 def period(vad: float = 0.0, level: float = -30.0, *, speaking: bool = True, ref_ok: bool = True,
            residual: float = RESIDUAL, ms: int = 10, unsuppressed: float | None = None,
            heard: bool = True, no_echo: bool = False) -> BargeInInput:
@@ -42,7 +49,7 @@ def first(updates: list[BargeInUpdate], decision: Decision) -> int | None:
 
 
 def test_sustained_speech_interrupts_after_min_speech_ms() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=200))
+    det = BargeInDetector(rules(min_speech_ms=200))
     feed(det, period(), 5)  # 50 ms of the device talking alone
     ups = feed(det, period(vad=0.9), 25)
     assert first(ups, Decision.BARGE_IN) == 19  # the 20th 10 ms period reaches 200 ms
@@ -54,14 +61,14 @@ def test_sustained_speech_interrupts_after_min_speech_ms() -> None:
 
 
 def test_short_speech_does_not_interrupt() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=200, hangover_ms=60))
+    det = BargeInDetector(rules(min_speech_ms=200, hangover_ms=60))
     for _ in range(5):
         ups = feed(det, period(vad=0.9), 15) + feed(det, period(), 10)
         assert first(ups, Decision.BARGE_IN) is None
 
 
 def test_gaps_within_the_hangover_do_not_break_speech() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=200, hangover_ms=60))
+    det = BargeInDetector(rules(min_speech_ms=200, hangover_ms=60))
     ups = []
     for _ in range(4):
         ups += feed(det, period(vad=0.9), 5) + feed(det, period(), 5)
@@ -71,7 +78,7 @@ def test_gaps_within_the_hangover_do_not_break_speech() -> None:
 
 
 def test_a_gap_longer_than_the_hangover_restarts_the_count() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=200, hangover_ms=60))
+    det = BargeInDetector(rules(min_speech_ms=200, hangover_ms=60))
     ups = feed(det, period(vad=0.9), 15) + feed(det, period(), 7) + feed(det, period(vad=0.9), 19)
     assert first(ups, Decision.BARGE_IN) is None
     ups = feed(det, period(vad=0.9), 1)
@@ -79,7 +86,7 @@ def test_a_gap_longer_than_the_hangover_restarts_the_count() -> None:
 
 
 def test_speech_must_rise_above_the_residual_echo() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=100, margin_db=6.0))
+    det = BargeInDetector(rules(min_speech_ms=100, margin_db=6.0))
     # VAD fires on echo leaking through at the residual level: not a person
     ups = feed(det, period(vad=0.95, level=-40.0, residual=-44.0), 50)
     assert first(ups, Decision.BARGE_IN) is None
@@ -90,7 +97,7 @@ def test_speech_must_rise_above_the_residual_echo() -> None:
 def test_speech_the_suppressor_cut_hard_is_echo() -> None:
     """A clipping loudspeaker: echo the linear filter cannot model sits far above the
     residual-echo estimate, and the suppressor cuts it by more than max_suppression_db."""
-    det = BargeInDetector(BargeInSettings(min_speech_ms=100, max_suppression_db=6.0))
+    det = BargeInDetector(rules(min_speech_ms=100, max_suppression_db=6.0))
     ups = feed(det, period(vad=0.95, level=-41.0, unsuppressed=-34.0), 50)  # 7 dB taken
     assert first(ups, Decision.BARGE_IN) is None
     # a person comes through the suppressor nearly whole
@@ -102,19 +109,19 @@ def test_speech_the_suppressor_cut_hard_is_echo() -> None:
 def test_the_suppression_test_is_off_at_zero_or_without_a_level_before_the_suppressor(
         unsuppressed: float | None) -> None:
     limit = 0.0 if unsuppressed is not None else 6.0
-    det = BargeInDetector(BargeInSettings(min_speech_ms=100, max_suppression_db=limit))
+    det = BargeInDetector(rules(min_speech_ms=100, max_suppression_db=limit))
     ups = feed(det, period(vad=0.95, level=-40.0, unsuppressed=unsuppressed), 10)
     assert first(ups, Decision.BARGE_IN) == 9
 
 
 def test_vad_threshold_is_inclusive_and_below_is_silence() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=50, vad_threshold=0.6))
+    det = BargeInDetector(rules(min_speech_ms=50, vad_threshold=0.6))
     assert first(feed(det, period(vad=0.59), 20), Decision.BARGE_IN) is None
     assert first(feed(det, period(vad=0.6), 5), Decision.BARGE_IN) == 4
 
 
 def test_nothing_happens_while_the_device_is_silent() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=50))
+    det = BargeInDetector(rules(min_speech_ms=50))
     ups = feed(det, period(vad=1.0, speaking=False), 100)
     assert all(u.decision is Decision.NONE for u in ups)
     # speech that started while silent does not count once the device starts talking
@@ -123,7 +130,7 @@ def test_nothing_happens_while_the_device_is_silent() -> None:
 
 
 def test_min_words_holds_a_candidate_until_words_arrive() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=200, min_words=2))
+    det = BargeInDetector(rules(min_speech_ms=200, min_words=2))
     ups = feed(det, period(vad=0.9), 20)
     assert ups[-1].decision is Decision.CANDIDATE and not det.interrupted
     assert det.words(1).decision is Decision.CANDIDATE
@@ -133,7 +140,7 @@ def test_min_words_holds_a_candidate_until_words_arrive() -> None:
 
 
 def test_words_before_the_speech_is_long_enough_count_when_it_is() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=200, min_words=1))
+    det = BargeInDetector(rules(min_speech_ms=200, min_words=1))
     feed(det, period(vad=0.9), 10)
     assert det.words(1).decision is Decision.NONE
     ups = feed(det, period(vad=0.9), 10)
@@ -141,7 +148,7 @@ def test_words_before_the_speech_is_long_enough_count_when_it_is() -> None:
 
 
 def test_a_backchannel_without_words_is_ignored() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=200, min_words=1, release_ms=300))
+    det = BargeInDetector(rules(min_speech_ms=200, min_words=1, release_ms=300))
     ups = feed(det, period(vad=0.9), 30) + feed(det, period(), 31)
     assert first(ups, Decision.BARGE_IN) is None
     assert ups[-1].decision is Decision.BACKCHANNEL
@@ -153,7 +160,7 @@ def test_a_backchannel_without_words_is_ignored() -> None:
 
 
 def test_words_after_the_candidate_was_dropped_do_nothing() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=100, min_words=1, release_ms=100))
+    det = BargeInDetector(rules(min_speech_ms=100, min_words=1, release_ms=100))
     feed(det, period(vad=0.9), 10)
     feed(det, period(), 11)
     assert det.words(1).decision is Decision.NONE
@@ -162,7 +169,7 @@ def test_words_after_the_candidate_was_dropped_do_nothing() -> None:
 
 def test_button_interrupts_in_every_mode() -> None:
     for s, ref_ok in itertools.product(
-        [BargeInSettings(), BargeInSettings(safe_mode=SafeMode.BUTTON_ONLY), BargeInSettings(enabled=False)],
+        [rules(), rules(safe_mode=SafeMode.BUTTON_ONLY), rules(enabled=False)],
         [True, False],
     ):
         det = BargeInDetector(s)
@@ -173,7 +180,7 @@ def test_button_interrupts_in_every_mode() -> None:
 
 
 def test_disabled_never_interrupts_on_speech() -> None:
-    det = BargeInDetector(BargeInSettings(enabled=False))
+    det = BargeInDetector(rules(enabled=False))
     ups = feed(det, period(vad=1.0, level=0.0), 300)
     assert {u.decision for u in ups} == {Decision.NONE}
     assert {u.mode for u in ups} == {Mode.DISABLED}
@@ -181,7 +188,7 @@ def test_disabled_never_interrupts_on_speech() -> None:
 
 
 def test_safe_threshold_mode_without_a_working_reference() -> None:
-    s = BargeInSettings(min_speech_ms=200, safe_min_speech_ms=400, safe_vad_threshold=0.85,
+    s = rules(min_speech_ms=200, safe_min_speech_ms=400, safe_vad_threshold=0.85,
                         safe_margin_db=12.0)
     det = BargeInDetector(s)
     ups = feed(det, period(vad=0.7, ref_ok=False), 100)
@@ -195,7 +202,7 @@ def test_safe_threshold_mode_without_a_working_reference() -> None:
 
 
 def test_button_only_safe_mode_ignores_speech() -> None:
-    det = BargeInDetector(BargeInSettings(safe_mode=SafeMode.BUTTON_ONLY))
+    det = BargeInDetector(rules(safe_mode=SafeMode.BUTTON_ONLY))
     ups = feed(det, period(vad=1.0, level=0.0, ref_ok=False), 200)
     assert ups[0].mode is Mode.BUTTON_ONLY and ups[0].mode_changed
     assert first(ups, Decision.BARGE_IN) is None
@@ -203,13 +210,13 @@ def test_button_only_safe_mode_ignores_speech() -> None:
 
 
 def test_the_normal_mode_returns_only_after_the_reference_is_good_for_recover_ms() -> None:
-    det = BargeInDetector(BargeInSettings(recover_ms=500))
+    det = BargeInDetector(rules(recover_ms=500))
     assert feed(det, period(ref_ok=False), 1)[0].mode_changed
     ups = feed(det, period(ref_ok=True), 60)
     back = [i for i, u in enumerate(ups) if u.mode_changed]
     assert back == [49] and ups[49].mode is Mode.NORMAL
     # a glitch in between restarts the wait
-    det = BargeInDetector(BargeInSettings(recover_ms=500))
+    det = BargeInDetector(rules(recover_ms=500))
     feed(det, period(ref_ok=False), 1)
     feed(det, period(ref_ok=True), 30)
     feed(det, period(ref_ok=False), 1)
@@ -230,7 +237,7 @@ def proven(settings: BargeInSettings) -> BargeInDetector:
 def test_a_proven_reference_is_trusted_through_a_short_dip_in_its_reading() -> None:
     """Double talk pulls the canceller's reading down right when the barge-in is decided:
     the person is heard with the normal thresholds, not the safe mode's."""
-    s = BargeInSettings(min_speech_ms=150, recover_ms=500, degrade_ms=2000)
+    s = rules(min_speech_ms=150, recover_ms=500, degrade_ms=2000)
     det = proven(s)
     ups = feed(det, period(vad=0.6, level=-40.0, ref_ok=False), 30)
     assert all(u.mode is Mode.NORMAL and not u.mode_changed for u in ups)
@@ -241,7 +248,7 @@ def test_a_proven_reference_is_trusted_through_a_short_dip_in_its_reading() -> N
 
 
 def test_a_reference_bad_for_degrade_ms_ends_in_the_safe_mode() -> None:
-    s = BargeInSettings(recover_ms=500, degrade_ms=2000)
+    s = rules(recover_ms=500, degrade_ms=2000)
     det = proven(s)
     ups = feed(det, period(ref_ok=False), 250)
     changed = [i for i, u in enumerate(ups) if u.mode_changed]
@@ -262,7 +269,7 @@ def test_a_reference_bad_for_degrade_ms_ends_in_the_safe_mode() -> None:
 def test_a_reference_that_never_proved_itself_is_not_trusted() -> None:
     """At start the mode is normal, but the first bad reading (the first reply, the
     canceller not yet converged) switches to the safe mode at once."""
-    det = BargeInDetector(BargeInSettings(degrade_ms=2000))
+    det = BargeInDetector(rules(degrade_ms=2000))
     feed(det, period(ref_ok=True, speaking=False), 100)
     up = det.update(period(ref_ok=False))
     assert up.mode_changed and up.mode is Mode.SAFE_THRESHOLD
@@ -272,7 +279,7 @@ def test_silence_neither_proves_nor_fails_the_reference() -> None:
     """The wake chime played before the canceller converged (safe mode); the quiet that
     follows must not bring back the normal mode: the first reply's unconverged echo,
     speech-like for 150 ms, interrupted the device when it did (seen with HA's replies)."""
-    s = BargeInSettings(min_speech_ms=150, recover_ms=1000, degrade_ms=2000)
+    s = rules(min_speech_ms=150, recover_ms=1000, degrade_ms=2000)
     det = BargeInDetector(s)
     assert det.update(period(ref_ok=False, speaking=False)).mode is Mode.SAFE_THRESHOLD
     # 3 s of quiet, as the monitor reads it (nothing played: the reading is "ok")
@@ -292,7 +299,7 @@ def test_a_microphone_that_hears_no_loudspeaker_leaves_the_safe_mode() -> None:
     safe mode would miss people for good. Echo-free readings bring the normal mode after
     recover_ms; the person talking over the device, who breaks them first, is judged there
     (degrade_ms's grace); echo that stays unremoved longer is the safe mode again."""
-    s = BargeInSettings(min_speech_ms=150, recover_ms=1000, degrade_ms=2000)
+    s = rules(min_speech_ms=150, recover_ms=1000, degrade_ms=2000)
     det = BargeInDetector(s)
     assert det.update(period(ref_ok=False)).mode is Mode.SAFE_THRESHOLD
     ups = feed(det, period(ref_ok=False, no_echo=True), 100)
@@ -315,14 +322,14 @@ def test_a_microphone_that_hears_no_loudspeaker_leaves_the_safe_mode() -> None:
 
 
 def test_mode_changes_are_reported_even_when_the_device_is_silent() -> None:
-    det = BargeInDetector()
+    det = BargeInDetector(rules())
     up = det.update(period(speaking=False, ref_ok=False))
     assert up.mode_changed and up.mode is Mode.SAFE_THRESHOLD
 
 
 def test_false_barge_in_resumes_or_drops_by_setting() -> None:
     for resume, expected in ((True, After.RESUME), (False, After.DROP)):
-        det = BargeInDetector(BargeInSettings(min_speech_ms=50, resume_after_false_barge_in=resume))
+        det = BargeInDetector(rules(min_speech_ms=50, resume_after_false_barge_in=resume))
         feed(det, period(vad=0.9), 5)
         assert det.interrupted
         assert det.turn_finished(words=0) is expected
@@ -330,7 +337,7 @@ def test_false_barge_in_resumes_or_drops_by_setting() -> None:
 
 
 def test_words_after_a_barge_in_make_a_new_turn_and_the_detector_rearms() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=50))
+    det = BargeInDetector(rules(min_speech_ms=50))
     feed(det, period(vad=0.9), 5)
     assert det.turn_finished(words=4) is After.NEW_TURN
     ups = feed(det, period(vad=0.9), 5)
@@ -338,7 +345,7 @@ def test_words_after_a_barge_in_make_a_new_turn_and_the_detector_rearms() -> Non
 
 
 def test_reset_forgets_speech_in_progress() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=100))
+    det = BargeInDetector(rules(min_speech_ms=100))
     feed(det, period(vad=0.9), 9)
     det.reset()
     assert feed(det, period(vad=0.9), 9)[-1].decision is Decision.NONE
@@ -346,7 +353,7 @@ def test_reset_forgets_speech_in_progress() -> None:
 
 
 def test_zero_min_speech_interrupts_on_the_first_speech_period() -> None:
-    det = BargeInDetector(BargeInSettings(min_speech_ms=0))
+    det = BargeInDetector(rules(min_speech_ms=0))
     assert det.update(period(vad=0.9)).decision is Decision.BARGE_IN
 
 
@@ -369,7 +376,7 @@ def test_never_interrupts_without_enough_qualifying_speech(
     """Property: a BARGE_IN from speech always follows at least min_speech_ms (normal) or
     safe_min_speech_ms (safe) of qualifying speech within the hangover, device speaking,
     and with min_words words; and onsets are never in the future."""
-    s = BargeInSettings(min_speech_ms=min_speech_ms, min_words=min_words)
+    s = rules(min_speech_ms=min_speech_ms, min_words=min_words)
     det = BargeInDetector(s)
     for vad, level, speaking, ref_ok in periods:
         up = det.update(period(vad=vad, level=level, speaking=speaking, ref_ok=ref_ok))

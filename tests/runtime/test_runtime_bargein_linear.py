@@ -43,13 +43,13 @@ class ScriptedVad(VadEngine):
         self.resets += 1
 
 
-def windows(count: int, start: int = 0) -> list[VadWindow]:
-    """Windows whose own (suppressed-output) verdict is 'no speech' at a speech-like level,
-    the linear output riding along as ``heard``."""
+def windows(count: int, start: int = 0, scale: float = 1000.0) -> list[VadWindow]:
+    """Windows whose own (suppressed-output) verdict is 'no speech' at a speech-like level
+    (``scale`` 1000: ~ -30 dBFS), the linear output riding along as ``heard``."""
     rng = np.random.default_rng(start)
     out = []
     for i in range(count):
-        pcm = (rng.standard_normal(WINDOW) * 1000).astype(np.int16)  # ~ -30 dBFS
+        pcm = (rng.standard_normal(WINDOW) * scale).astype(np.int16)
         out.append(VadWindow((start + i) * WINDOW, pcm, 0.0, False, pcm.copy()))
     return out
 
@@ -57,7 +57,8 @@ def windows(count: int, start: int = 0) -> list[VadWindow]:
 def test_while_a_reply_is_in_flight_the_linear_output_decides() -> None:
     linear = ScriptedVad(0.9)
     monitor = BargeInMonitor(BargeInDetector(BargeInSettings(min_speech_ms=150)), linear_vad=linear)
-    assert monitor.update(windows(20), None, False, in_reply=False) is None
+    # the quiet room before the reply (the person must stand out of it, 30 dB here)
+    assert monitor.update(windows(20, scale=30.0), None, False, in_reply=False) is None
     assert linear.scored == 0  # nothing plays: the second stream costs nothing
     taken = [monitor.update([w], None, True, in_reply=True) for w in windows(8, start=20)]
     assert linear.resets == 1  # a new reply starts the stream afresh

@@ -85,6 +85,12 @@ class BargeInConfig:
         "judged to be echo. Keeps a clipping loudspeaker's echo from interrupting the device "
         "(docs/aec.md). 0: no such test.", minimum=0.0, maximum=60.0,
     )
+    background_margin_db: float = setting(
+        12.0, "Speech interrupts only if it rises this far above the room's own sound (the "
+        "quietest of the last second, measured on the echo-cancelled signal) for 120 ms of "
+        "the speech: a television, a room of other people or a passing car is speech to the "
+        "VAD, but it is the background (docs/aec.md). 0: no such test.", minimum=0.0, maximum=40.0,
+    )
     resume_after_false_barge_in: bool = setting(
         True, "When the interrupting speech held no words, resume the reply from the sentence "
         "it stopped in.",
