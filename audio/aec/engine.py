@@ -14,8 +14,7 @@ overlap-add). Built from:
    Every 0.5 s the phase slope between the filter and its previous snapshot measures
    how far the echo moved; an integrating loop turns that into a drift rate, and the
    reference is read at that rate through an 8-tap fractional-delay interpolator
-   (:mod:`.fractional`), so
-   the echo path the filter sees stands still.
+   (:mod:`.fractional`), so the echo path the filter sees stands still.
 3. **Linear echo path**: a partitioned-block frequency-domain Kalman filter
    (Kuech et al. 2014; 160-sample partitions, 320-point FFTs, one partition
    gradient-constrained per block). Its gain weighs the filter's own uncertainty
@@ -23,8 +22,8 @@ overlap-add). Built from:
    with no double-talk detector to mis-fire.
 4. **Shadow filter**: a short fixed-step NLMS filter over the first partitions. It
    re-learns a moved echo path within a second; a clearly better shadow is copied into
-   the main filter and re-opens its uncertainty.
-   Where it cannot (reverberant rooms, a partly changed path), the error's coherence
+   the main filter and re-opens its uncertainty. Where it cannot (reverberant rooms, a
+   partly changed path), the error's coherence
    with the reference, per band, tells a changed path (coherent) from a person talking
    (not), and re-opens the main filter's uncertainty where the reference explains the
    error (:class:`.coherence.ChangedPath`); and a leak estimate (speex's: the error's
@@ -32,15 +31,14 @@ overlap-add). Built from:
    through it (:meth:`_follow_leak`).
 5. **Residual echo suppressor**: a Wiener-style gain per bin from the residual-echo
    estimate — the Kalman filter's own expected misadjustment, which near-end speech
-   cannot inflate — against the error power, with an overestimate, a release time like
-   the room's reverberation, and a floor; sqrt-Hann overlap-add.
+   cannot inflate — against the error power, with an overestimate, a release like the
+   room's, a floor; sqrt-Hann overlap-add. Off if no echo is heard (:mod:`.echo_presence`).
 
 Cost: at 320 points numpy's per-call overhead, not the arithmetic, is what a block
-costs, so the block is written as few calls on few arrays: four FFT calls (the input
-frame with last block's constrained partitions; both filters' echo estimates; both
-errors with the suppressor's frame; the constraint with the suppressor's output) around
-six kernel calls, the histories in ring buffers (:mod:`.ring`) instead of shifted
-arrays, and the filters and the suppressor in float32/complex64.
+costs, so it is few calls on few arrays: four FFT calls (the input frame with last
+block's constrained partitions; both filters' echo estimates; both errors with the
+suppressor's frame; the constraint with its output) around six kernel calls, histories
+in ring buffers (:mod:`.ring`), the filters and the suppressor in float32/complex64.
 """
 
 from __future__ import annotations
@@ -205,6 +203,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._rs_err = np.zeros((2, _F), dtype=_REAL)
         self._leak.reset()
         self._presence.reset()
+        self._overs = (self._over, self._over_talk)
         if self._changed is not None:
             self._changed.reset()
         self._explained = False  # the last block's error was the reference's (a changed path)
@@ -329,7 +328,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._talking = kern.update(
             spectra, self._smooth, X, pxk, self._W, self._P, self._Ws, self._residual_lin,
             self._rs_err, self._gain_buf, self._ifft_in, self._m_scale, self._delta, self._a2,
-            self._noise_at == 0, j, js, self._over, self._over_talk, self._talk_ratio, self._floor)
+            self._noise_at == 0, j, js, *self._overs, self._talk_ratio, self._floor)
         self._last_gain = self._gain_buf
         times = self._irfft(self._ifft_in, self._times)
         pcm: Pcm = np.empty(_N, dtype=np.int16)
@@ -353,10 +352,8 @@ class EdgevoiceCanceller(EchoCanceller):
         change, not the loudspeaker's steady distortion) and explains at least a quarter
         of the error, P grows, by at most 2x per block and up to its initial value, where
         the expected residual (sum of P |X|^2) is below 3x the leaked echo (leak x |Y|^2).
-        (Covering the leak in the suppressor's residual-echo estimate as well, at once,
-        was tried: +1.5 dB in the 3 s after a change on the tuning rooms, but in double
-        talk it hides the person's onset, which keeps the suppressor from judging that
-        someone talks: bench/aec's near-end loss went 0.46 -> 1.13 dB. Not kept.)
+        (Covering the leak in the suppressor's estimate too was tried and not kept: it hid
+        a person's onset, bench/aec's near-end loss 0.46 -> 1.13 dB; docs/aec.md.)
         Tuned on bench/aec_rooms' tuning rooms only: stronger settings re-converge faster
         but cost the person in double talk (near-end loss, PESQ)."""
         est = self._leak
@@ -373,14 +370,21 @@ class EdgevoiceCanceller(EchoCanceller):
         np.minimum(P, self._p_initial, out=P)
 
     def _track_erle(self, d_energy: float, out_energy: float) -> None:
-        """Echo removed, measured only while the far end talks alone (by the
-        suppressor's judgement), so a person talking over the device does not read as a
-        failing reference."""
+        """Echo removed, measured only while the far end talks alone (by the suppressor's
+        judgement), so a person talking over the device does not read as a failing one."""
         if self._far_active and not self._talking:
             self._mic_pow = 0.97 * self._mic_pow + 0.03 * d_energy
             self._out_pow = 0.97 * self._out_pow + 0.03 * out_energy
             self._erle_seen = True
-            self._presence.far_alone(d_energy)
+            # echo is the reference's, a person is not. With no echo at all the suppressor is
+            # off (the residual the unlearnt filter expects is the room and the person) and the
+            # filter empty (taps learnt from a person put the device's voice into the output)
+            self._presence.far_alone(d_energy, self._changed.coherence.total if self._changed else 1.0)
+        absent = self._presence.absent
+        self._overs = (0.0, 0.0) if absent else (self._over, self._over_talk)
+        if absent:
+            self._W.fill(0)
+            self._Ws.fill(0)
 
     def _process_quiet(self, d: _Floats) -> Pcm:
         """The far end has been silent for longer than the delay line and the filter
@@ -401,10 +405,9 @@ class EdgevoiceCanceller(EchoCanceller):
         self._residual_lin *= 0.5
         np.multiply(frame, self._window, out=self._fft_in[1])
         out = self._finish_alone(self._rfft(self._fft_in[1], self._spectra[1]))
-        # Once the residual-echo estimate has decayed below 1e-30 the suppressor's gains
-        # (1 - 6 r_s / (error + 1e-12)) round to exactly 1 in float32: it only
-        # overlap-adds the windowed frames, which needs no FFT. (Exactly zero it never gets:
-        # r_s * 0.6 rounds back up to the smallest subnormal.)
+        # Once the residual-echo estimate is below 1e-30 the gains (1 - 6 r_s / (error +
+        # 1e-12)) round to exactly 1 in float32: only the overlap-add is left, no FFT.
+        # (Exactly zero it never gets: r_s * 0.6 rounds back up to the smallest subnormal.)
         self._settled = (self.idle_pass_through and float(self._rs_err[0].max()) < _SETTLED
                          and float(self._residual_lin.max()) < _SETTLED)
         return out
@@ -455,12 +458,9 @@ class EdgevoiceCanceller(EchoCanceller):
 
     def _advance_clock(self) -> None:
         """The two clocks part at the drift rate in every period, the far end talking or
-        not: advanced only in active blocks (as it was), each pause between sentences
-        and each silence between replies left the echo where the reference was no longer
-        read, and the filter re-learned a shifted path when the device spoke again (at
-        100 ppm, 1.6 samples per second of pause). Whole blocks of offset go into the
-        bulk delay (the same read, so the filter stays where it is), so a device left on
-        for hours does not pile up an offset the delay line cannot hold."""
+        not (advanced only in active blocks, each pause left the echo where the reference
+        was no longer read: at 100 ppm, 1.6 samples per second of pause). Whole blocks of
+        offset go into the bulk delay (the same read), so hours do not pile up an offset."""
         offset = self._drift_offset + self._drift_rate
         if offset >= _N and self._bulk + _N <= self._max_delay:
             self._bulk += _N
@@ -555,7 +555,7 @@ class EdgevoiceCanceller(EchoCanceller):
         kern = self._kernel
         out_spec = self._ifft_in[2]
         self._talking = kern.suppress(spectrum, self._smooth, self._residual_lin, self._rs_err,
-                                      self._gain_buf, out_spec, self._over, self._over_talk,
+                                      self._gain_buf, out_spec, *self._overs,
                                       self._talk_ratio, self._floor)
         self._last_gain = self._gain_buf
         pcm: Pcm = np.empty(_N, dtype=np.int16)
@@ -588,11 +588,12 @@ class EdgevoiceCanceller(EchoCanceller):
         delay = None if est is None else 1000.0 * est / SAMPLE_RATE
         erle = 10.0 * float(np.log10(self._mic_pow / (self._out_pow + 1e-12))) if self._erle_seen else None
         converged = est is not None and erle is not None and erle > 10.0
-        # the echo left in the output: the residual estimate through the last gains
-        residual = float((self._last_gain ** 2 * self._r_s).sum()) / (_M * _N)
+        # the echo left in the output: the residual estimate through the last gains (none
+        # where the mic hears no loudspeaker: the estimate is then the unlearnt filter's)
+        residual = 0.0 if self._presence.absent else float((self._last_gain**2 * self._r_s).sum()) / (_M * _N)
         residual_db = 10.0 * float(np.log10(residual + 1e-12))
         return AecStats(self.name, delay_ms=delay, erle_db=erle, converged=converged,
                         reference_ok=converged, residual_echo_dbfs=max(-120.0, residual_db),
                         far_end_active=self._far_active, periods=self._periods,
-                        echo_absent=not converged and self._presence.absent)
+                        echo_absent=self._presence.absent)
 

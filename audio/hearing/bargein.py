@@ -28,7 +28,8 @@ the canceller's residual-echo suppressor is known (its linear output), speech mu
 have come through the suppressor nearly whole (at most ``max_suppression_db`` taken):
 what the suppressor cuts hard is what it judged to be echo. The residual-echo estimate
 models only the linear echo path; a clipping loudspeaker leaves echo above it that the
-suppressor still recognises. Of the sustained speech, ``background_loud_ms`` must stand
+suppressor still recognises (with no echo at all, ``echo_absent``, its cut proves nothing
+and is not asked about). Of the sustained speech, ``background_loud_ms`` must stand
 ``background_margin_db`` over the room's background as it was at the speech's onset
 (:class:`.background.BackgroundLevel`, fed every window): other people's talk, a
 television or a passing car is speech to the VAD, and the room's own. With
@@ -261,7 +262,10 @@ class BargeInDetector:
         """The residual-echo suppressor took more than ``max_suppression_db`` of it."""
         limit = self.settings.max_suppression_db
         unsuppressed = period.unsuppressed_dbfs
-        return limit > 0 and unsuppressed is not None and period.speech_dbfs < unsuppressed - limit
+        # With no echo at all, whatever the suppressor took was not echo: it reads a room's
+        # noise as a residual to remove, and would take the person with it.
+        return (limit > 0 and unsuppressed is not None and not period.echo_absent
+                and period.speech_dbfs < unsuppressed - limit)
 
     def _stood_out(self, needed_ms: int) -> bool:
         """Enough of the speech stood over the room's background (never more of it than

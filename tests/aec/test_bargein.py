@@ -105,6 +105,15 @@ def test_speech_the_suppressor_cut_hard_is_echo() -> None:
     assert first(ups, Decision.BARGE_IN) == 9
 
 
+def test_with_no_echo_at_all_the_suppressors_cut_is_not_echo() -> None:
+    """A handset or a remote loudspeaker: the canceller reads a room's noise as a residual
+    and its suppressor takes the person down with it; with the microphone hearing no
+    loudspeaker (echo_absent), that cut is no sign of echo."""
+    det = BargeInDetector(rules(min_speech_ms=100, max_suppression_db=6.0))
+    ups = feed(det, period(vad=0.95, level=-46.0, unsuppressed=-34.0, no_echo=True), 10)  # 12 dB taken
+    assert first(ups, Decision.BARGE_IN) == 9
+
+
 @pytest.mark.parametrize("unsuppressed", [None, -10.0])
 def test_the_suppression_test_is_off_at_zero_or_without_a_level_before_the_suppressor(
         unsuppressed: float | None) -> None:
