@@ -23,10 +23,10 @@ overlap-add). Built from:
 4. **Shadow filter**: a short fixed-step NLMS filter over the first partitions. It
    re-learns a moved echo path within a second; a clearly better shadow is copied into
    the main filter and re-opens its uncertainty. Where it cannot (reverberant rooms, a
-   partly changed path), the error's coherence
-   with the reference, per band, tells a changed path (coherent) from a person talking
-   (not), and re-opens the main filter's uncertainty where the reference explains the
-   error (:class:`.coherence.ChangedPath`); and a leak estimate (speex's: the error's
+   partly changed path), the error's coherence with the reference, per band, tells a
+   changed path (coherent) from a person talking (not), and re-opens the main filter's
+   uncertainty where the reference explains the error
+   (:class:`.coherence.ChangedPath`); and a leak estimate (speex's: the error's
    power fluctuations against the echo estimate's) re-opens it while echo suddenly leaks
    through it (:meth:`_follow_leak`).
 5. **Residual echo suppressor**: a Wiener-style gain per bin from the residual-echo

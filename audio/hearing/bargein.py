@@ -33,8 +33,9 @@ and is not asked about). Of the sustained speech, ``background_loud_ms`` must st
 ``background_margin_db`` over the room's background as it was at the speech's onset
 (:class:`.background.BackgroundLevel`, fed every window): other people's talk, a
 television or a passing car is speech to the VAD, and the room's own. With
-``min_words`` > 0 the sustained speech is only a candidate (playback goes on) until that many words are
-recognised; if the speech stops first it was a backchannel ("mm-hm") and is ignored.
+``min_words`` > 0 the sustained speech is only a candidate (playback goes on) until that
+many words are recognised; if the speech stops first it was a backchannel ("mm-hm") and
+is ignored.
 Without a working reference (AEC off or unhealthy) the detector is in safe mode: a
 higher threshold and longer speech (``safe_mode = threshold``) or button only
 (``safe_mode = button_only``). It returns to normal after the reference has been good
