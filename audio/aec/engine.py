@@ -590,10 +590,11 @@ class EdgevoiceCanceller(EchoCanceller):
         converged = est is not None and erle is not None and erle > 10.0
         # the echo left in the output: the residual estimate through the last gains (none
         # where the mic hears no loudspeaker: the estimate is then the unlearnt filter's)
-        residual = 0.0 if self._presence.absent else float((self._last_gain**2 * self._r_s).sum()) / (_M * _N)
+        absent = self._presence.absent
+        residual = 0.0 if absent else float((self._last_gain**2 * self._r_s).sum()) / (_M * _N)
         residual_db = 10.0 * float(np.log10(residual + 1e-12))
-        return AecStats(self.name, delay_ms=delay, erle_db=erle, converged=converged,
+        # nor echo removed: with no echo it would be a reading of the room's noise
+        return AecStats(self.name, delay_ms=delay, erle_db=None if absent else erle, converged=converged,
                         reference_ok=converged, residual_echo_dbfs=max(-120.0, residual_db),
-                        far_end_active=self._far_active, periods=self._periods,
-                        echo_absent=self._presence.absent)
+                        far_end_active=self._far_active, periods=self._periods, echo_absent=absent)
 

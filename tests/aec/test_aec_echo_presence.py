@@ -55,6 +55,29 @@ def test_echo_even_30_db_down_is_never_read_as_absent() -> None:
         assert not any(absent for absent, _, _ in _run(mic, ref)), echo_db
 
 
+def test_echo_removed_is_not_reported_while_there_is_no_echo() -> None:
+    """Telemetry's "echo reduction" with no echo would be a reading of the room's noise
+    (tens of dB before the absence is known, ~0 after): none while the echo is absent, a
+    figure again where there is echo."""
+    ref = probe_signal(4.0, -18.0, seed=3)
+    rng = np.random.default_rng(4)
+    quiet_room = to_pcm(rng.standard_normal(len(ref)) * 10 ** (-70 / 20))
+    echo, echo_ref = echo_scenario(seconds=4.0, delay_ms=120.0, echo_db=-20.0, seed=5)
+    for mic, far, has_echo in ((*_quiet_then(ref, quiet_room), False), (*_quiet_then(echo_ref, echo), True)):
+        aec = EdgevoiceCanceller()
+        readings = []
+        for start in range(0, len(mic) - PERIOD + 1, PERIOD):
+            aec.process(mic[start:start + PERIOD], far[start:start + PERIOD])
+            readings.append((aec.stats.echo_absent, aec.stats.erle_db))
+        late = readings[-100:]
+        if has_echo:
+            assert not any(absent for absent, _ in late)
+            assert all(erle is not None and erle > 10.0 for _, erle in late)
+        else:
+            assert all(absent for absent, _ in late)
+            assert all(erle is None for absent, erle in readings if absent)
+
+
 def test_the_noise_floor_is_the_quietest_level_and_rises_slowly() -> None:
     presence = EchoPresence(margin_db=3.0, min_periods=3, hold_periods=4, smoothing=1.0)
     for energy in (4.0, 1.0, 9.0):
