@@ -44,7 +44,7 @@ class TtsConfig:
         minimum=0, maximum=1000,
     )
     first_wait_ms: int = setting(
-        250, "When the reply's first piece has found no clause mark or connective this long "
+        100, "When the reply's first piece has found no clause mark or connective this long "
         "after its first text arrived (a slow or comma-less opener), it is cut at its last safe "
         "word boundary (never inside a number, time, date, abbreviation or URL). 0: never.",
         minimum=0, maximum=5000,
