@@ -132,6 +132,9 @@ class AsrEngine(ABC):
     """A loaded model; sessions run one at a time."""
 
     name: str = "asr"
+    # True: a turn split at a pause is heard better whole (an engine that decodes whole
+    # windows reads a sentence's second half with its first; streaming ones need not)
+    hears_whole_turn: bool = False
 
     def __init__(self, *, model_name: str, language: str | None,
                  low_confidence: float = DEFAULT_LOW_CONFIDENCE) -> None:

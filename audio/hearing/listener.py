@@ -16,8 +16,7 @@ tested by feeding it audio. Each event knows its bus ``type`` and its fields
 =========================  ===========================
 
 Two more are for the runtime only, never published: ``EarlyTranscript`` (the early final
-pass began; its text is what the turn says if it ends now) and ``SpeechResumed`` (speech
-came back after it, so that text is not the turn's).
+began; its text is the turn's if it ends now) and ``SpeechResumed`` (speech came back).
 
 Modes: ``always`` (every detected turn is a user turn), ``wakeword`` (a turn follows
 the wake word; :meth:`Listener.open_follow_up` accepts one more turn without it for
@@ -30,8 +29,9 @@ Early final (``early_final_ms``, streaming and free-form only): the recognizer's
 pass runs once the speech has paused that long, inside the silence that ends the turn,
 so the transcript is ready the moment the turn ends instead of a final pass later. If
 the person goes on, a new session takes the audio from shortly before the speech came
-back, and the turn's transcript joins the pieces (word times on the one audio clock).
-Phrase grammars are matched whole, so there the final pass waits for the turn's end.
+back, and the turn's transcript joins the pieces (word times on the one audio clock);
+one that ``hears_whole_turn`` (Moonshine) takes the whole turn again instead. Phrase
+grammars are matched whole, so there the final pass waits for the turn's end.
 
 Turn model (``turn_judge``): when the endpointer asks (a pause of ``turn_check_ms``), the
 turn's last 8 s go to the judge, which scores them on its own thread; its answers are
@@ -506,7 +506,7 @@ class Listener:
         paused = self.endpointer.settings.samples(self.endpointer.pause_ms)
         self._paused_from = self._turn_fed - paused
         assert self.asr is not None
-        # what _turn_result() gives if no speech follows (read off this thread: a copy)
+        # what the turn says if no speech follows (read off this thread: a copy)
         transcript = self._later_result()
         events.append(EarlyTranscript(self.now, transcript))
         if self.endpointer.settings.hold_silence_ms > 0:
@@ -518,24 +518,22 @@ class Listener:
         return self.endpointer.state == EndpointState.SPEECH and self.endpointer.pause_ms == 0
 
     def _resume(self, new_samples: int, events: list[HearingEvent]) -> None:
-        """Speech after an early final: a new session from the pre-roll before it (never
-        reaching back into what the finished piece heard before its pause)."""
+        """Speech after an early final: a new session from the pre-roll before it (not into
+        what the finished piece heard), or over the whole turn if the ASR ``hears_whole_turn``."""
         assert self.asr is not None
         settings = self.endpointer.settings
         pre_roll = min(settings.samples(settings.pre_roll_ms), self._turn_fed - self._paused_from)
+        if self.asr.hears_whole_turn:
+            self._pieces, pre_roll = [], self._turn_fed
         tail = self.endpointer.turn_tail(max(new_samples, pre_roll))
         self._session = self.asr.start()
         self._session_at = self._turn_fed - len(tail)
         events.append(SpeechResumed(self.now))
         self._accept(tail, events)
 
-    def _turn_result(self) -> AsrResult:
-        """The pieces of the turn as one result, word times from the turn's audio start."""
-        return self._later_result()()
-
     def _later_result(self) -> Callable[[], AsrResult]:
-        """:meth:`_turn_result` as it stands now, to be read later (a copy of the pieces: the
-        turn goes on, or is forgotten, meanwhile)."""
+        """The pieces of the turn as one result (word times from the turn's audio start), to
+        be read later: a copy of the pieces (the turn goes on, or is forgotten, meanwhile)."""
         assert self.asr is not None
         return partial(_joined, list(self._pieces), self.endpointer.settings.sample_rate,
                        self.asr.low_confidence, self._turn_fed)
@@ -565,7 +563,7 @@ class Listener:
             self._forget_turn()
             self._update_auto_start()
             return
-        final = _final_events(self._turn_result, t, end)
+        final = _final_events(self._later_result(), t, end)
         self._forget_turn()
         events.extend(final)
         if isinstance(final[0], FinalTranscript):
