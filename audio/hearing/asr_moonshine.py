@@ -199,7 +199,7 @@ _Job = tuple[Pcm, "Future[Decoded]"]
 
 class MoonshineEngine(AsrEngine):
     name = "moonshine"
-    # a sentence's halves decoded apart lost 2-5 points of word error rate (bench/early_final.py)
+    # a sentence's halves decoded apart lost up to 5 points of word error rate (bench/early_final.py)
     hears_whole_turn = True
 
     def __init__(
