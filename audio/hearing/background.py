@@ -4,9 +4,10 @@ Barge-in asks whether someone talks over the device. Silero answers "speech" for
 speech: a television, a radio, a room of other people (babble), a car's tyres on a wet
 street. What tells the person addressing the device from the room's own sound is level:
 they stand out of the background, the background is the room's floor. The floor is the
-minimum of the smoothed power over the last couple of seconds (minimum statistics, as
-noise estimators take it): a person's pauses between phrases pull it back down to the
-room, and a steady source (a fan, babble) is its own floor, however speech-like it is.
+minimum of the smoothed power over the last ``span_ms`` (the barge-in detector's: 1 s;
+minimum statistics, as noise estimators take it): a person's pauses between phrases pull
+it back down to the room, and a steady source (a fan, babble) is its own floor, however
+speech-like it is.
 
 The minimum is taken over sub-spans (``span_ms`` / ``blocks`` each), so it follows a
 rising room within ``span_ms`` and costs a few comparisons a window.
