@@ -157,11 +157,13 @@ class TurnDiscarded:
 class EarlyTranscript:
     """The early final pass began at ``t``: ``result()`` is the turn's transcript should it end
     now (it may wait for the engine's own thread: call it off the front end's). Not
-    published: the runtime may prepare a reply on it (device/runtime/speculation.py)."""
+    published: the runtime may prepare a reply on it (device/runtime/speculation.py).
+    ``text_hold``: words that read mid-thought keep this pause open ``hold_silence_ms``."""
 
     type: ClassVar[str] = "input.turn.early_final"
     t: float
     result: Callable[[], AsrResult] = field(repr=False)
+    text_hold: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"audio_s": round(self.t, 3)}
@@ -507,9 +509,9 @@ class Listener:
         self._paused_from = self._turn_fed - paused
         assert self.asr is not None
         # what the turn says if no speech follows (read off this thread: a copy)
-        transcript = self._later_result()
-        events.append(EarlyTranscript(self.now, transcript))
-        if self.endpointer.settings.hold_silence_ms > 0:
+        transcript, hold = self._later_result(), self.endpointer.settings.hold_silence_ms > 0
+        events.append(EarlyTranscript(self.now, transcript, hold))
+        if hold:
             pause = self.endpointer.pause
             self.endpointer.await_text(pause)
             self.text_reader.ask(pause, transcript)

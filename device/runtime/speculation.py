@@ -17,6 +17,10 @@ request is closed. A dropped attempt leaves nothing: no event (its ``reply.reque
 is held until release), no history (the agent forgets the request), no tool run, no
 mark on the turn but the count of attempts and why the last was dropped.
 
+Not prepared at all: an early final whose words read mid-thought ("set a timer for") while
+the text hold is on (``[endpoint] hold_silence_ms``): that pause cannot end the turn for
+the hold's length, and the person nearly always goes on.
+
 Never speculated: agents whose requests act (``homeassistant`` runs commands), the
 built-in ``local`` agent (it acts on the device, and answers in a few ms, so there is
 nothing to gain) and the ``operator`` (a person); the HTTP ``agent`` provider only with
@@ -39,6 +43,7 @@ from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING
 
+from edgevoice.audio.hearing import turn_text
 from edgevoice.audio.hearing.asr import AsrResult
 from edgevoice.audio.hearing.listener import EarlyTranscript, FinalTranscript, SpeechResumed
 from edgevoice.device.agents import AgentClient, UserTurn
@@ -100,10 +105,11 @@ def speculates(setting: str, provider: str) -> bool:
 
 
 def start_refusal(*, allowed: bool, listening: bool, accepted: bool, remote: bool,
-                  text: str | None = None) -> str | None:
+                  text: str | None = None, held: bool = False) -> str | None:
     """Why an early final is not prepared (None: prepare it). ``accepted``: the turn is the
     person's (not a candidate heard while the device spoke); ``remote``: Home Assistant's
-    pipeline answers the turns; ``text``: the early final's, once known."""
+    pipeline answers the turns; ``text``: the early final's, once known; ``held``: its words
+    read mid-thought and the text hold keeps the pause open."""
     if not allowed:
         return "provider"
     if not listening or not accepted:
@@ -116,6 +122,10 @@ def start_refusal(*, allowed: bool, listening: bool, accepted: bool, remote: boo
         return "no_words"
     if control_of(text) is not None:
         return "control"  # "start over", "stop": the device answers itself, never the agent
+    if held:
+        # "set a timer for": the turn cannot end for hold_silence_ms and the person most
+        # likely goes on, so a request now would almost always be closed unread
+        return "mid_thought"
     return None
 
 
@@ -237,9 +247,10 @@ class Speculator:
             _LOGGER.debug("no early transcript to speculate on: %s", err)
             return
         c = self._conversation
+        held = event.text_hold and turn_text.mid_thought(result.text, result.end_mark)
         if self._attempt is not attempt or start_refusal(
                 allowed=True, listening=c.state is State.LISTENING, accepted=attempt.turn.accepted,
-                remote=c._remote_active(), text=result.text) is not None:
+                remote=c._remote_active(), text=result.text, held=held) is not None:
             return
         attempt.text = result.text
         attempt.agent = c.agent

@@ -9,6 +9,8 @@ speaking the OpenAI chunk stream or the agent contract.
 - the person goes on after a pause past ``early_final_ms`` but short of the end silence: the
   prepared request is closed, nothing of it plays (though its first piece was made), no
   event or history of it is left, and the agent gets the whole turn;
+- words that read mid-thought ("set a timer for") while the text hold keeps the pause open:
+  nothing goes out until the turn ends;
 - never: Home Assistant (it executes commands) and the agent contract unless opted in.
 """
 
@@ -165,6 +167,25 @@ async def test_the_person_going_on_after_a_pause_closes_the_prepared_request_unh
     (stopped,) = device.of(EventType.SPEECH_STOPPED)
     assert np.any(speaker) and not np.any(speaker[int(first_end[0] * 16000):
                                                   int(stopped.data["detected_s"] * 16000)])
+
+
+async def test_words_that_read_mid_thought_send_nothing_ahead(tmp_path: Path) -> None:
+    # "set a timer for" ... "ten minutes": the pause is past the early final, and the text
+    # hold (on by default) keeps it open; a request on "set a timer for" would only be closed
+    head, rest = "set a timer for", "ten minutes"
+    parts = (voice(head), voice(rest))
+
+    def say(device: Device) -> None:
+        device.room.add_talker(parts[0], after_s=0.5)
+        device.room.add_talker(parts[1], after_s=0.5 + len(parts[0]) / 16000 + 0.8)
+
+    async with paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (url, state):
+        device, metrics = await one_turn(tmp_path, [*openai(url, "auto")], say)
+    (final,) = device.of(EventType.TRANSCRIPT_USER)
+    assert normalise(str(final.data["text"])).endswith("ten minutes"), final.data
+    # one request, the whole turn's: prepared in its closing silence, and played
+    assert [normalise(t) for t in asked(state)] == [normalise(str(final.data["text"]))]
+    assert metrics["speculations"] == 1 and metrics["speculation"] == "used"
 
 
 @pytest.mark.parametrize("provider", ["homeassistant", "agent"])

@@ -69,6 +69,13 @@ def test_words_the_device_answers_itself_never_reach_the_agent_early(text: str, 
     assert start_refusal(**LISTENING, text=text) == why
 
 
+def test_words_held_mid_thought_are_not_prepared() -> None:
+    # the text hold keeps the pause open: the person nearly always goes on
+    assert start_refusal(**LISTENING, text="set a timer for", held=True) == "mid_thought"
+    assert start_refusal(**LISTENING, text="set a timer for") is None  # no hold: the turn may end
+    assert start_refusal(**LISTENING, text="stop", held=True) == "control"  # the device's own first
+
+
 def test_a_question_that_only_mentions_a_control_word_is_prepared() -> None:
     assert start_refusal(**LISTENING, text="how do i stop the dishwasher") is None
 
