@@ -122,7 +122,8 @@ def report(set_name: str, results: dict[int, list[ClipRun]]) -> None:
           "per 100 turns unless said\n")
     print("| early_final_ms | final passes | decode CPU per turn, ms (Pi 4 x4) | requests sent: no gate / "
           "gate | closed unread: no gate / gate | of them in finished turns (gate) | finished requests "
-          "prepared: no gate / gate | ending on a particle: prepared, no gate / gate | broken-off turns cut early |")
+          "prepared: no gate / gate | ending on a particle: prepared, no gate / gate "
+          "| broken-off turns cut early |")
     print("|---|---|---|---|---|---|---|---|---|")
     for ms, runs in results.items():
         n = len(runs)

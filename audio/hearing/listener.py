@@ -214,7 +214,7 @@ class Listener:
         button_mode: ButtonMode = ButtonMode.HOLD,
         follow_up_s: float = 0.0,
         streaming: bool = True,
-        early_final_ms: float = 300.0,
+        early_final_ms: float = 100.0,
         wake_timeout_s: float = 5.0,
         wake_settle_ms: float = 300.0,
         origin_s: float = 0.0,

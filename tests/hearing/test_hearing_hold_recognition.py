@@ -52,9 +52,12 @@ def scene() -> Pcm:
 def listener(asr: PocketsphinxEngine) -> Listener:
     vad = VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path))
     # no text hold: free-form pocketsphinx mis-hears words a hold would wait on, and the
-    # scene's 1.5 s tail is shorter than that wait (test_hearing_text_hold*.py test it)
+    # scene's 1.5 s tail is shorter than that wait (test_hearing_text_hold*.py test it).
+    # The early final past the comma's pause ("Wait,"): an early final inside it would end
+    # the free run's session there, while the held run (no early final while held) decodes
+    # on, and the two would read in different pieces.
     return Listener(vad, asr, endpoint=EndpointSettings(end_silence_ms=600, pre_roll_ms=300,
-                                                        hold_silence_ms=0))
+                                                        hold_silence_ms=0), early_final_ms=300)
 
 
 def final(events: list[HearingEvent]) -> FinalTranscript:

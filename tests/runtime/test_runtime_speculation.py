@@ -32,7 +32,7 @@ from edgevoice.device.runtime.controls import normalise
 
 QUESTION = "what is the weather like tomorrow"
 FIRST_PART, SECOND_PART = "what is the weather like", "in paris on sunday"
-PAUSE_S = 0.45  # past [asr] early_final_ms (300), short of [endpoint] end_silence_ms (600)
+PAUSE_S = 0.45  # past [asr] early_final_ms (100; 300 would do too), short of end_silence_ms (600)
 # Long enough to be still streaming when the person goes on (60 words at 20 ms a word).
 LONG = ("I looked up the forecast for you and tomorrow looks mostly sunny in the morning with "
         "clouds building up after lunch and a chance of light rain in the evening so take a jacket "
@@ -40,7 +40,7 @@ LONG = ("I looked up the forecast for you and tomorrow looks mostly sunny in the
         "and the temperature drops to around eight degrees by midnight which is cold for May.")
 REPLY = "It will be sunny and warm. Take a hat."
 FREE_FORM = ["asr.grammar=[]", "llm.tools=[]"]
-# A closing silence long enough that the early final (300 ms in) comes well before the turn
+# A closing silence long enough that the early final (100 ms in) comes well before the turn
 # ends on a loaded machine too (where the recognizer's pass and the front end run late).
 LONG_END = "endpoint.end_silence_ms=1000"
 # Event types whose number depends on the machine's pace, not on what the device did.

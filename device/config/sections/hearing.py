@@ -157,9 +157,11 @@ class AsrConfig:
         "after the end of speech) rather than once the turn is over.",
     )
     early_final_ms: int = setting(
-        300, "With streaming, free-form: run the recognizer's final pass once the speech has "
+        100, "With streaming, free-form: run the recognizer's final pass once the speech has "
         "paused this long, inside the silence that ends the turn, so the transcript is ready "
-        "when the turn ends (speech that goes on is recognised as the turn's next words). "
+        "when the turn ends (speech that goes on is recognised as the turn's next words), and "
+        "with llm.speculate the agent request goes out then. Each such pause costs a final pass, "
+        "and a request closed unread if the person goes on (docs/hearing.md, 'Early final'). "
         "Keep it below endpoint.end_silence_ms. 0: the final pass runs at the turn's end.",
         minimum=0, maximum=10000,
     )
