@@ -9,6 +9,7 @@ it. A cut must never fall inside something that is read as one unit:
 - a time: ``10:30 a.m.``, ``7 pm``, ``5 o'clock``;
 - a date: ``March 5, 2024``, ``5 March``, ``Jan. 5``;
 - an abbreviation and what it precedes: ``Dr. Smith``, ``e.g. this``, ``J. R. R.``;
+- a code or a label and its number: ``BA 117``, ``M25 4``, ``flight 117``, ``gate 5``;
 - a URL-like token or inline markup: ``example.com/a,b``, ``[link text](url)``,
   ```` `ls -la` ````, ``**bold words**``.
 
@@ -66,6 +67,14 @@ _ABBREVIATIONS = frozenset(
         "u.s", "u.k", "a.m", "p.m", "ph.d", "vol", "ch", "p", "pp",
     }
 )
+# Nouns that name the number after them ("flight | 117" reads as two answers).
+_LABELS = frozenset(
+    {
+        "flight", "gate", "room", "platform", "bus", "route", "line", "track", "terminal", "floor",
+        "level", "page", "chapter", "step", "exit", "suite", "unit", "apartment", "flat", "number",
+        "channel", "table", "seat", "row", "train", "order", "ticket", "case", "version", "model",
+    }
+)
 _SYMBOLS = frozenset({"$", "€", "£", "¥", "#", "№", "+", "-", "±", "~", "≈", "@", "&", "=", "/"})
 # After these a cut sounds broken ("the | weather").
 _FUNCTION_WORDS = frozenset(
@@ -102,6 +111,12 @@ def _abbreviation(word: str) -> bool:
     return len(parts) >= 2 and all(part.isalpha() and len(part) <= 2 for part in parts)
 
 
+def _code(word: str) -> bool:
+    """``BA``, ``UA``, ``M25``, ``A4``: capitals (and digits) that name what follows."""
+    bare = word.strip(_EDGE)
+    return 2 <= len(bare) <= 5 and bare.isalnum() and bare.isupper()
+
+
 def safe_space(before: str, after: str) -> bool:
     """Whether a piece may end after the word ``before`` and the next start at ``after``
     (both whole words, as they stand in the text, punctuation attached)."""
@@ -116,6 +131,8 @@ def safe_space(before: str, after: str) -> bool:
         return False  # 3 500, 10:30 a.m., five | thousand, 5 | March, 3 | and 5
     if b in _MONTHS and _numeric(after):
         return False  # March | 5
+    if after[:1].isdigit() and (b in _LABELS or _code(before)):
+        return False  # BA | 117, flight | 117, the number | 14 bus
     if a in _NUMBER_WORDS and b in {"and", "point"}:
         return False  # one hundred and | twenty
     return not (before[-1:].isalnum() and after[:1] in "%°")

@@ -55,6 +55,8 @@ def test_the_wait_needs_a_few_words_and_is_off_at_zero() -> None:
         ("The total is now one hundred and twenty ", "one hundred and twenty"),
         ("Read [the long guide here](https://example.com/a) ", "[the long guide here](https://example.com/a)"),
         ("Run `ls -la /tmp` ", "`ls -la /tmp`"),
+        ("Your flight leaves as BA 117 ", "BA 117"),
+        ("Then take the number 14 ", "number 14"),
     ],
 )
 def test_the_wait_cut_never_splits_a_unit(text: str, unit: str) -> None:
@@ -63,6 +65,13 @@ def test_the_wait_cut_never_splits_a_unit(text: str, unit: str) -> None:
     pieces = splitter.waited(300.0) + splitter.flush()
     assert len(pieces) == 2, pieces  # it did cut, before the unit (the last safe place)
     assert pieces[1].endswith(unit) and unit not in pieces[0], pieces
+
+
+def test_a_code_or_a_label_keeps_its_number() -> None:
+    # "Your flight BA | 117 leaves" was cut so with first_cut_words = 3
+    assert not safe_space("BA", "117") and not safe_space("M25", "4") and not safe_space("gate", "5")
+    assert not safe_space("Flight", "117,")
+    assert safe_space("TV", "tonight") and safe_space("costs", "5") and safe_space("I", "5")
 
 
 def test_a_clause_mark_inside_a_date_or_number_is_no_cut() -> None:
@@ -128,7 +137,7 @@ def test_a_clause_mark_that_ends_an_emphasis_is_a_cut_after_the_emphasis(chunk: 
 UNITS = ["10:30 a.m.", "March 5, 2024", "Jan. 5", "3,500", "3.5", "$5 million", "twenty five",
          "one hundred and twenty", "3 and 5", "7 pm", "Dr. Smith", "e.g. this", "5 o'clock",
          "20 km", "https://example.com/a,b", "[link text, here](https://x.org/p)", "`ls -la`",
-         "**bold words here**", "**Good news:**"]
+         "**bold words here**", "**Good news:**", "BA 117", "gate 5"]
 WORDS = ["the", "weather", "is", "sunny", "and", "but", "we", "go", "today", "because",
          "which", "so", "trains", "run", "late", "with", "it", "rains", "often"]
 SUFFIXES = ["", "", "", "", ",", ".", ";", "?"]
