@@ -4,6 +4,7 @@ VAD, free-form pocketsphinx, piper speech)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,19 @@ def test_with_a_turn_model_the_final_pass_runs_when_the_model_is_asked(
     speech_s = stop.t - stop.audio_start
     assert in_silence.audio_s == pytest.approx(speech_s + 0.2, abs=0.05)
     assert one_final(events).text != ""
+
+
+@pytest.mark.parametrize("hold_ms", [0, 1600])
+def test_the_early_transcript_says_whether_the_text_hold_keeps_its_pause(
+        asr: RecordingPocketsphinx, hold_ms: int) -> None:
+    # speculation refuses words that read mid-thought only while a hold keeps the pause open
+    speech = piper_speech("What is the weather like tomorrow?")
+    scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 2.5, snr_db=40.0, seed=3)
+    listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
+                        endpoint=replace(ENDPOINT, hold_silence_ms=hold_ms), early_final_ms=300)
+    try:
+        events = [e for f in frames(scene.audio) for e in listener.process(f)]
+    finally:
+        listener.close()
+    (told,) = [e for e in events if isinstance(e, EarlyTranscript)]
+    assert told.text_hold is (hold_ms > 0)
