@@ -54,13 +54,6 @@ from edgevoice.device.runtime.speculation import start_refusal
 SHIPPED = AsrConfig().early_final_ms
 
 
-class WholeTurnAsr(BenchAsr):
-    """The benchmark's recognizer, hearing the whole turn again after a pause as the shipped
-    Moonshine does (``hears_whole_turn``)."""
-
-    hears_whole_turn = MoonshineEngine.hears_whole_turn
-
-
 @dataclass
 class Pass:
     """One early final: its words, whether they read mid-thought, its decode's CPU."""
@@ -94,7 +87,7 @@ class ClipRun:
 
 
 def run_clip(clip: Clip, windows: Sequence[VadWindow], readings: Readings, early_final_ms: int) -> ClipRun:
-    asr = WholeTurnAsr(readings)
+    asr = BenchAsr(readings)
     listener = Listener(ReplayVad(windows), asr, endpoint=endpoint_settings(EndpointConfig()),
                         early_final_ms=early_final_ms)
     listener.text_reader = PacedReader(asr, lambda: listener.now, 1.0)

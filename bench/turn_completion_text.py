@@ -84,9 +84,11 @@ class Readings:
 class BenchAsr(AsrEngine):
     """A listener's recognizer whose sessions keep their audio and, at the early final,
     decode it with the real engine (:class:`Readings`); the turn's own final, which nothing
-    here scores, is not decoded."""
+    here scores, is not decoded. Like the engine it stands for, it hears the whole turn
+    again after a pause (``hears_whole_turn``)."""
 
     name = "moonshine"
+    hears_whole_turn = MoonshineEngine.hears_whole_turn
 
     def __init__(self, readings: Readings) -> None:
         super().__init__(model_name=readings.engine.model_name, language="en")
