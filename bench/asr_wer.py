@@ -227,7 +227,8 @@ def load(name: str, *, warm: bool = True) -> AsrEngine | None:
 def latency_ms(engine: AsrEngine, items: list[Utterance]) -> list[float]:
     """Through the real Listener (energy VAD, early final 300 ms), fed 10 ms frames at real
     time: from the frame that ends the turn to its transcript."""
-    from edgevoice.audio.hearing.listener import FinalTranscript, Listener
+    from edgevoice.audio.hearing.events import FinalTranscript
+    from edgevoice.audio.hearing.listener import Listener
     from edgevoice.audio.hearing.vad import VoiceActivity
     from edgevoice.audio.hearing.vad_energy import EnergyVad
 

@@ -30,7 +30,8 @@ from support.hearing_audio import frames, place, trim
 from support.words import edit_distance
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.hearing.listener import FinalTranscript, Listener
+from edgevoice.audio.hearing.events import FinalTranscript
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.audio.io.resample_soxr import resample

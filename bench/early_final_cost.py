@@ -44,7 +44,8 @@ from turn_completion_clips import SEED, Clip, make_clips
 from turn_completion_text import BenchAsr, PacedReader, Readings
 
 from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
-from edgevoice.audio.hearing.listener import EarlyTranscript, Listener, SpeechResumed, SpeechStopped
+from edgevoice.audio.hearing.events import EarlyTranscript, SpeechResumed, SpeechStopped
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.turn_text import mid_thought
 from edgevoice.audio.hearing.vad import VadWindow
 from edgevoice.device.assembly.hearing import build_asr, build_vad, endpoint_settings

@@ -28,7 +28,8 @@ from support.hearing_audio import espeak_speech, frames, piper_speech, place
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.asr_vosk import VoskEngine
 from edgevoice.audio.hearing.endpoint import Endpointer, EndpointSettings, SpeechStarted, TurnEnd
-from edgevoice.audio.hearing.listener import FinalTranscript, Listener, SpeechStopped
+from edgevoice.audio.hearing.events import FinalTranscript, SpeechStopped
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.vad import QuietGate, VoiceActivity
 from edgevoice.audio.hearing.vad_energy import EnergyVad
 from edgevoice.audio.hearing.vad_silero import SileroVad

@@ -60,7 +60,8 @@ from turn_completion_text import BREAK_KINDS, BenchAsr, PacedReader, Readings
 from edgevoice.audio.frames import Pcm
 from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.listener import Listener, SpeechStopped
+from edgevoice.audio.hearing.events import SpeechStopped
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.turn_model import TurnJudge, TurnModel, TurnVerdict, TurnWorker
 from edgevoice.audio.hearing.vad import VadWindow, VoiceActivity
 from edgevoice.device.assembly.hearing import build_asr, build_vad, endpoint_settings

@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any, ClassVar, Protocol
 
 from edgevoice.audio.hearing.endpoint import SpeechStarted
-from edgevoice.audio.hearing.listener import (
+from edgevoice.audio.hearing.events import (
     FinalTranscript,
     PartialTranscript,
     SpeechStopped,

@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from edgevoice.audio.hearing.listener import WakeWordDetected
+from edgevoice.audio.hearing.events import WakeWordDetected
 from edgevoice.device.hardware.gpio import LedPattern
 from edgevoice.device.mqtt.arbitration import WakeArbiter
 from edgevoice.device.mqtt.election import Verdict

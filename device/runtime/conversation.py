@@ -26,7 +26,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from typing import Any
 
 from edgevoice.audio.hearing.endpoint import SpeechStarted
-from edgevoice.audio.hearing.listener import (
+from edgevoice.audio.hearing.events import (
     FinalTranscript,
     HearingEvent,
     PartialTranscript,

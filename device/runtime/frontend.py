@@ -31,7 +31,8 @@ from edgevoice.audio.aec.base import AecStats, EchoCanceller
 from edgevoice.audio.array.hearing import ArrayHearing
 from edgevoice.audio.frames import DuplexFrame, Pcm, dbfs, unchanging
 from edgevoice.audio.hearing.endpoint import SpeechStarted
-from edgevoice.audio.hearing.listener import FinalPending, HearingEvent, Listener, PartialTranscript
+from edgevoice.audio.hearing.events import FinalPending, HearingEvent, PartialTranscript
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.vad import VadWindow, VoiceActivity
 from edgevoice.device.runtime.bargein import BargeIn, BargeInMonitor
 

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from edgevoice.audio.hearing.listener import FinalTranscript
+from edgevoice.audio.hearing.events import FinalTranscript
 from edgevoice.audio.speaking.tts import TtsAudio
 from edgevoice.device.runtime.state import Input
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from edgevoice.audio.hearing.bargein import BargeInSettings
 from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.listener import HearingEvent, Listener
+from edgevoice.audio.hearing.events import HearingEvent
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.modes import ButtonMode
 from edgevoice.audio.hearing.vad import QuietGate
 from edgevoice.audio.hearing.vad_energy import EnergyVad

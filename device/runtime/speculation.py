@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from edgevoice.audio.hearing import turn_text
 from edgevoice.audio.hearing.asr import AsrResult
-from edgevoice.audio.hearing.listener import EarlyTranscript, FinalTranscript, SpeechResumed
+from edgevoice.audio.hearing.events import EarlyTranscript, FinalTranscript, SpeechResumed
 from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.agents.tools import TOOL_GATE
 from edgevoice.device.events import Event, EventBus

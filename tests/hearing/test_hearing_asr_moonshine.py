@@ -18,7 +18,8 @@ from edgevoice.audio.hearing import asr_moonshine
 from edgevoice.audio.hearing.asr import AsrError
 from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine, closest_phrase, model_folder
 from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.listener import FinalTranscript, Listener, SpeechStopped
+from edgevoice.audio.hearing.events import FinalTranscript, SpeechStopped
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.moonshine_audio import Decoded, normalise, speech_span
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_energy import EnergyVad

@@ -232,7 +232,7 @@ def test_transcribe_reports_missing_models(tmp_path: Path, capsys: pytest.Captur
 def test_hearing_events_name_bus_events_and_serialise() -> None:
     from edgevoice.audio.hearing.asr import Word
     from edgevoice.audio.hearing.endpoint import SpeechStarted
-    from edgevoice.audio.hearing.listener import (
+    from edgevoice.audio.hearing.events import (
         FinalTranscript,
         PartialTranscript,
         SpeechStopped,

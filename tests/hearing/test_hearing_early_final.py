@@ -15,15 +15,15 @@ from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.asr import AsrResult, AsrSession
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.listener import (
+from edgevoice.audio.hearing.events import (
     EarlyTranscript,
     FinalTranscript,
     HearingEvent,
-    Listener,
     PartialTranscript,
     SpeechResumed,
     SpeechStopped,
 )
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model

@@ -13,13 +13,8 @@ from support.hearing_audio import frames, piper_speech, place
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.listener import (
-    EarlyTranscript,
-    FinalTranscript,
-    HearingEvent,
-    Listener,
-    SpeechResumed,
-)
+from edgevoice.audio.hearing.events import EarlyTranscript, FinalTranscript, HearingEvent, SpeechResumed
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model

@@ -16,7 +16,8 @@ from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.asr import AsrSession
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings, SpeechStarted
-from edgevoice.audio.hearing.listener import FinalTranscript, HearingEvent, Listener
+from edgevoice.audio.hearing.events import FinalTranscript, HearingEvent
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model

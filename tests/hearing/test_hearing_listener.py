@@ -12,17 +12,17 @@ from edgevoice.audio.frames import Pcm
 from edgevoice.audio.hearing.asr import AsrEngine, AsrResult, AsrSession, make_result
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.endpoint import EndpointSettings, SpeechStarted
-from edgevoice.audio.hearing.listener import (
+from edgevoice.audio.hearing.events import (
     EarlyTranscript,
     FinalTranscript,
     HearingEvent,
-    Listener,
     PartialTranscript,
     SpeechResumed,
     SpeechStopped,
     TurnDiscarded,
     WakeWordDetected,
 )
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
 from edgevoice.audio.hearing.vad import QuietGate, VoiceActivity
 from edgevoice.audio.hearing.vad_silero import SileroVad

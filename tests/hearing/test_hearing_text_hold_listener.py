@@ -20,7 +20,8 @@ from support.hearing_audio import frames, piper_speech, place
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
-from edgevoice.audio.hearing.listener import EarlyTranscript, FinalTranscript, Listener, SpeechStopped
+from edgevoice.audio.hearing.events import EarlyTranscript, FinalTranscript, SpeechStopped
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.text_reader import TextVerdict, TextWorker
 from edgevoice.audio.hearing.turn_model import TurnJudge, TurnVerdict
 from edgevoice.device.assembly.hearing import build_vad, choose_asr_model, endpoint_settings

@@ -23,7 +23,8 @@ import pytest
 from support.hearing_audio import frames, piper_speech, place
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.hearing.listener import Listener, SpeechStopped
+from edgevoice.audio.hearing.events import SpeechStopped
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.turn_model import TurnJudge, TurnVerdict, TurnWorker
 from edgevoice.device.assembly.hearing import build_turn_judge, build_vad, endpoint_settings
 from edgevoice.device.config.schema import EndpointConfig, VadConfig

@@ -22,13 +22,8 @@ from edgevoice.audio.frames import DuplexFrame, Pcm
 from edgevoice.audio.hearing.asr import AsrEngine, AsrResult, AsrSession
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.endpoint import SpeechStarted
-from edgevoice.audio.hearing.listener import (
-    FinalPending,
-    FinalTranscript,
-    HearingEvent,
-    Listener,
-    SpeechStopped,
-)
+from edgevoice.audio.hearing.events import FinalPending, FinalTranscript, HearingEvent, SpeechStopped
+from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.device.runtime.frontend import FrontEnd, FrontEndThread, FrontResult
