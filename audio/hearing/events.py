@@ -89,12 +89,15 @@ class EarlyTranscript:
     """The early final pass began at ``t``: ``result()`` is the turn's transcript should it end
     now (it may wait for the engine's own thread: call it off the front end's). Not
     published: the runtime may prepare a reply on it (device/runtime/speculation.py).
-    ``text_hold``: words that read mid-thought keep this pause open ``hold_silence_ms``."""
+    ``text_hold``: words that read mid-thought keep this pause open ``hold_silence_ms``.
+    ``earliest_end_s``: the soonest this pause can end the turn, if it goes on (the turn
+    model's check, or the short silence; None: not known)."""
 
     type: ClassVar[str] = "input.turn.early_final"
     t: float
     result: Callable[[], AsrResult] = field(repr=False)
     text_hold: bool = False
+    earliest_end_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"audio_s": round(self.t, 3)}

@@ -398,12 +398,17 @@ class Listener:
         self._feed_held()
         self._pieces.append((self._session.finish_soon(), self._session_at))
         self._session = None
-        paused = self.endpointer.settings.samples(self.endpointer.pause_ms)
-        self._paused_from = self._turn_fed - paused
+        settings = self.endpointer.settings
+        self._paused_from = self._turn_fed - settings.samples(self.endpointer.pause_ms)
         assert self.asr is not None
         # what the turn says if no speech follows (read off this thread: a copy)
-        transcript, hold = self._later_result(), self.endpointer.settings.hold_silence_ms > 0
-        events.append(EarlyTranscript(self.now, transcript, hold))
+        transcript, hold = self._later_result(), settings.hold_silence_ms > 0
+        # this pause ends the turn no sooner than the short silence, or the model's check
+        soonest_ms = settings.end_silence_ms
+        if self.turn_judge is not None and settings.turn_check_ms > 0:
+            soonest_ms = min(settings.turn_check_ms, soonest_ms)
+        paused_s = self.now - self.endpointer.pause_ms / 1000.0
+        events.append(EarlyTranscript(self.now, transcript, hold, paused_s + soonest_ms / 1000.0))
         if hold:
             pause = self.endpointer.pause
             self.endpointer.await_text(pause)

@@ -19,6 +19,7 @@ def conversation_settings(config: Config) -> ConversationSettings:
         failure_phrase=config.conversation.failure_phrase,
         log_transcripts=config.conversation.log_transcripts,
         speculate=config.llm.speculate,
+        speculate_margin_ms=config.llm.speculate_margin_ms,
     )
 
 

@@ -99,7 +99,8 @@ class Conversation:
         self._reply_since_s = 0.0  # audio clock: when the device last began a reply
         self.clock = clock
         self.counters = Counters()
-        self.reports = TurnReports(bus, clock)
+        self.speculation = Speculator(self)  # a reply prepared in the silence that ends a turn
+        self.reports = TurnReports(bus, clock, on_finish=self.speculation.learn)
         self._worker: FrontEndThread | None = None  # its last result: telemetry's levels
         self._lock = asyncio.Lock()
         self._turn: Turn | None = None  # the turn being heard (or the candidate)
@@ -119,7 +120,6 @@ class Conversation:
         self.arbiter: Callable[[WakeWordDetected], Awaitable[bool]] | None = None
         self._stood_down = False  # ignore the abandoned turn's events until it is discarded
         self.remote: RemotePipeline | None = None
-        self.speculation = Speculator(self)  # a reply prepared in the silence that ends a turn
 
     # --- the loop -----------------------------------------------------------------------
 

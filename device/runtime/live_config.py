@@ -275,7 +275,7 @@ def _table() -> dict[str, tuple[Applier, ...]]:
         (_volume, ("audio.volume",)),
         (_conversation, ("conversation.session_idle_reset_s", "conversation.failure_phrase",
                          "conversation.log_transcripts", "listen.follow_up_s", "listen.button_mode",
-                         "llm.speculate")),
+                         "llm.speculate", "llm.speculate_margin_ms")),
         (_splitting, ("tts.sentence_gap_ms", "tts.max_first_sentence_chars", "tts.first_phrase_chars",
                       "tts.first_wait_ms", "tts.first_cut_words", "tts.follow_growth",
                       "tts.min_follow_chars", "tts.cut_edge_ms", "tts.max_sentence_chars",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from edgevoice.device.events import EventBus, EventType
@@ -35,9 +36,14 @@ class FrameFailures:
 
 
 class TurnReports:
-    def __init__(self, bus: EventBus, clock: AudioClock) -> None:
+    """``on_finish``: told of every turn once its report is out (speculation learns the
+    agent's pace from it)."""
+
+    def __init__(self, bus: EventBus, clock: AudioClock,
+                 on_finish: Callable[[Turn], None] | None = None) -> None:
         self.bus = bus
         self.clock = clock
+        self.on_finish = on_finish
         self.percentiles = RunningPercentiles()
         self.last: dict[str, Any] | None = None  # the last metrics.turn's fields
 
@@ -61,3 +67,5 @@ class TurnReports:
         self.percentiles.add(stages)
         self.last = data
         self.bus.emit(EventType.METRICS_TURN, **data)
+        if self.on_finish is not None:
+            self.on_finish(turn)

@@ -21,6 +21,14 @@ Not prepared at all: an early final whose words read mid-thought ("set a timer f
 the text hold is on (``[endpoint] hold_silence_ms``): that pause cannot end the turn for
 the hold's length, and the person nearly always goes on.
 
+Sent in time, not at once: a person hesitates inside a phrase, and every hesitation longer
+than the early final closes a request unread. Once a finished reply has shown the agent's
+lead (from the reply's start to its first audio; the longest of the last few), the request
+waits in the pause until its first audio is due ``[llm] speculate_margin_ms`` before the
+pause can end the turn (the short silence, or the turn model's check). A hesitation that
+ends sooner sends nothing; a turn that ends while it waits makes its request as without
+speculation. With a slow agent, or a turn model, that moment has already passed: at once.
+
 Never speculated: agents whose requests act (``homeassistant`` runs commands), the
 built-in ``local`` agent (it acts on the device, and answers in a few ms, so there is
 nothing to gain) and the ``operator`` (a person); the HTTP ``agent`` provider only with
@@ -28,15 +36,16 @@ nothing to gain) and the ``operator`` (a person); the HTTP ``agent`` provider on
 starts with a tool call is dropped (the real turn asks again); a tool call after some
 text waits until the turn is committed.
 
-The decisions (:func:`speculates`, :func:`start_refusal`, :func:`commit_refusal`,
-:func:`on_tool_call`) are pure; :class:`Speculator` carries them out for the
-conversation.
+The decisions (:func:`speculates`, :func:`start_refusal`, :func:`send_delay_s`,
+:func:`commit_refusal`, :func:`on_tool_call`, :class:`AgentLead`) are pure;
+:class:`Speculator` carries them out for the conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -129,6 +138,48 @@ def start_refusal(*, allowed: bool, listening: bool, accepted: bool, remote: boo
     return None
 
 
+def send_delay_s(*, now_s: float, earliest_end_s: float | None, lead_s: float | None,
+                 margin_s: float) -> float:
+    """How long a prepared request waits before it goes out: until ``lead_s`` (the agent's,
+    from a reply's start to its first audio) plus ``margin_s`` before the pause can end the
+    turn (``earliest_end_s``). Either unknown: at once (0)."""
+    if earliest_end_s is None or lead_s is None:
+        return 0.0
+    return max(0.0, earliest_end_s - margin_s - lead_s - now_s)
+
+
+class AgentLead:
+    """How long the agent takes from a reply's start to its first audio: the longest of the
+    last ``keep`` replies (an agent's pace varies, and a reply late at the turn's end costs
+    more than a request closed unread). None until a reply has shown it."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self._leads: deque[float] = deque(maxlen=keep)
+
+    def add(self, lead_s: float) -> None:
+        if lead_s >= 0.0:
+            self._leads.append(lead_s)
+
+    def clear(self) -> None:
+        self._leads.clear()
+
+    def estimate(self) -> float | None:
+        return max(self._leads) if self._leads else None
+
+
+def lead_of(timeline: TurnTimeline) -> float | None:
+    """A finished turn's lead: from its reply's start (the prepared request's, when it was
+    used; else the final transcript) to its first audio. None when the agent made no audio
+    or the turn never asked it."""
+    marks = timeline.marks
+    used = timeline.extra.get("speculation") == USED
+    start = marks.get(Mark.SPECULATED if used else Mark.ASR_FINAL)
+    end = marks.get(Mark.FIRST_AUDIO)
+    if start is None or end is None or Mark.REQUEST_SENT not in marks:
+        return None
+    return end - start
+
+
 def commit_refusal(*, same_turn: bool, early_text: str | None, final_text: str, prepared: bool,
                    failed: bool) -> Drop | None:
     """Why the prepared reply is not the turn's reply (None: release it)."""
@@ -213,6 +264,19 @@ class Speculator:
         self._conversation = conversation
         self._attempt: _Attempt | None = None
         self._dropping: set[asyncio.Task[None]] = set()
+        self.lead = AgentLead()
+        self._lead_agent: AgentClient | None = None  # whose replies ``lead`` measured
+
+    def learn(self, turn: Turn) -> None:
+        """A turn's reply is over: how long its agent took to its first audio (the reports call
+        this for every turn; only the agent's own replies say anything)."""
+        agent = self._conversation.agent
+        if agent is not self._lead_agent:  # a new agent (a reload): its pace is not known
+            self.lead.clear()
+            self._lead_agent = agent
+        lead = None if turn.remote else lead_of(turn.timeline)
+        if lead is not None:
+            self.lead.add(lead)
 
     def heard(self, event: object) -> bool:
         """Take the hearing events that are speculation's (never published): True if taken."""
@@ -248,10 +312,23 @@ class Speculator:
             return
         c = self._conversation
         held = event.text_hold and turn_text.mid_thought(result.text, result.end_mark)
-        if self._attempt is not attempt or start_refusal(
+
+        def refused() -> bool:
+            return self._attempt is not attempt or start_refusal(
                 allowed=True, listening=c.state is State.LISTENING, accepted=attempt.turn.accepted,
-                remote=c._remote_active(), text=result.text, held=held) is not None:
+                remote=c._remote_active(), text=result.text, held=held) is not None
+
+        if refused():
             return
+        lead = self.lead.estimate() if c.agent is self._lead_agent else None
+        now = c.clock.now()
+        delay = send_delay_s(now_s=now, earliest_end_s=event.earliest_end_s, lead_s=lead,
+                             margin_s=c.settings.speculate_margin_ms / 1000.0)
+        if delay > 0.0:  # speech coming back meanwhile cancels this task: nothing is sent
+            _LOGGER.debug("speculative request waits %.0f ms", 1000 * delay)
+            await c.clock.sleep_until(now + delay)
+            if refused():
+                return
         attempt.text = result.text
         attempt.agent = c.agent
         user = UserTurn(text=result.text, low_confidence=result.low_confidence)

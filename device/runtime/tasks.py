@@ -68,3 +68,11 @@ class AudioClock:
         following = self._audios[index + 1] if index + 1 < len(monos) else self._source()
         # Between two ticks the audio clock ran at most as far as the next tick says.
         return min(self._audios[index] + (mono - monos[index]), following)
+
+    async def sleep_until(self, due_s: float, step_s: float = 0.05) -> None:
+        """Return once the audio clock reaches ``due_s``. Slept in steps of at most ``step_s``
+        of wall time: the audio clock runs behind real time under load, and ahead of it in a
+        simulation at more than 1x."""
+        # Polled: the audio clock moves on the audio thread, with no event the loop could await.
+        while (remaining := due_s - self.now()) > 0.0:  # noqa: ASYNC110
+            await asyncio.sleep(min(step_s, remaining))

@@ -69,6 +69,7 @@ class ConversationSettings:
     failure_phrase: str = "Sorry, I couldn't get an answer. Please try again."
     log_transcripts: bool = False
     speculate: str = "auto"  # [llm] speculate (device/runtime/speculation.py)
+    speculate_margin_ms: int = 100  # [llm] speculate_margin_ms
 
 
 def remaining_text(spoken: str, heard: str) -> str:

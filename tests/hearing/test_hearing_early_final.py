@@ -24,6 +24,7 @@ from edgevoice.audio.hearing.events import (
     SpeechStopped,
 )
 from edgevoice.audio.hearing.listener import Listener
+from edgevoice.audio.hearing.turn_model import TurnJudge, TurnVerdict
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model
@@ -198,3 +199,38 @@ def test_the_early_transcript_says_whether_the_text_hold_keeps_its_pause(
         listener.close()
     (told,) = [e for e in events if isinstance(e, EarlyTranscript)]
     assert told.text_hold is (hold_ms > 0)
+
+
+class SilentJudge(TurnJudge):
+    """A turn model that is asked and never answers: the pause then ends on the short silence."""
+
+    def ask(self, ticket: int, pcm: Pcm) -> None:
+        pass
+
+    def verdicts(self) -> list[TurnVerdict]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("model", [False, True])
+def test_the_early_transcript_says_when_its_pause_can_end_the_turn_at_the_soonest(
+        asr: RecordingPocketsphinx, model: bool) -> None:
+    # speculation times its request by it: the short silence after the pause's start, or the
+    # model's check when there is a model (it may end the turn then)
+    speech = piper_speech("What is the weather like tomorrow?")
+    scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 2.5, snr_db=40.0, seed=3)
+    endpoint = replace(ENDPOINT, turn_check_ms=200 if model else 0)
+    listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
+                        endpoint=endpoint, early_final_ms=100, turn_judge=SilentJudge() if model else None)
+    try:
+        events = [e for f in frames(scene.audio) for e in listener.process(f)]
+    finally:
+        listener.close()
+    (told,) = [e for e in events if isinstance(e, EarlyTranscript)]
+    stop = stopped(events)  # its t: where the speech stopped, the pause's start
+    assert told.earliest_end_s == pytest.approx(stop.t + (0.2 if model else 0.6), abs=1e-6)
+    assert told.t < told.earliest_end_s
+    # the turn itself ended at the short silence (the model never answered)
+    assert stop.detected == pytest.approx(stop.t + 0.6, abs=0.011)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from edgevoice.device.runtime.tasks import AudioClock
@@ -26,3 +28,14 @@ def test_past_stamps_map_through_a_stall_of_the_audio_thread() -> None:
     assert clock.now() == pytest.approx(1.5)
     # Before the first tick: assume real time backwards from now.
     assert AudioClock(lambda: 5.0, monotonic=lambda: 10.0).at(9.0) == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize("speed", [1.0, 4.0])
+async def test_sleeping_until_an_audio_time_follows_the_audio_clock_not_the_wall_clock(speed: float) -> None:
+    # speculation waits for its request's moment on the audio clock: a simulation running at
+    # 4x reaches it in a quarter of the wall time
+    started = time.monotonic()
+    clock = AudioClock(lambda: 100.0 + speed * (time.monotonic() - started))
+    await clock.sleep_until(clock.now() + 0.4)
+    waited = time.monotonic() - started
+    assert 0.4 / speed - 0.01 <= waited <= 0.4 / speed + 0.06, waited

@@ -11,6 +11,8 @@ speaking the OpenAI chunk stream or the agent contract.
   event or history of it is left, and the agent gets the whole turn;
 - words that read mid-thought ("set a timer for") while the text hold keeps the pause open:
   nothing goes out until the turn ends;
+- once a reply has shown the agent's pace, a hesitation that ends before the request is due
+  sends nothing (``[llm] speculate_margin_ms``), and the turn's reply is still prepared;
 - never: Home Assistant (it executes commands) and the agent contract unless opted in.
 """
 
@@ -186,6 +188,36 @@ async def test_words_that_read_mid_thought_send_nothing_ahead(tmp_path: Path) ->
     # one request, the whole turn's: prepared in its closing silence, and played
     assert [normalise(t) for t in asked(state)] == [normalise(str(final.data["text"]))]
     assert metrics["speculations"] == 1 and metrics["speculation"] == "used"
+
+
+@pytest.mark.parametrize(("margin_ms", "closed"), [(100, 0), (10000, 1)])
+async def test_once_the_agent_s_pace_is_known_a_hesitation_sends_nothing(
+        tmp_path: Path, margin_ms: int, closed: int) -> None:
+    # The first turn shows the agent's pace (its reply's start to its first audio: ~0.2-0.5 s
+    # here). In the second the person hesitates 0.7 s, past the early final; with a 2 s end
+    # silence the request is due out ~1.4 s into a pause, so with the default margin nothing
+    # goes out in the hesitation. Sent at once (a 10 s margin) it is closed unread.
+    extra = ["endpoint.end_silence_ms=2000", f"llm.speculate_margin_ms={margin_ms}"]
+    for text in (QUESTION, FIRST_PART, SECOND_PART):
+        voice(text)
+    async with paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (url, state):
+        async with running_device(tmp_path, [*openai(url, "auto"), *extra], speed=1.0) as device:
+            say_question(device)
+            await device.wait_for(EventType.REPLY_DONE, timeout_s=60, status="completed")
+            first = await device.wait_for(EventType.METRICS_TURN, timeout_s=10)
+            say_with_a_pause(device, 0.7)
+            await device.wait_for(EventType.REPLY_DONE, timeout_s=60, status="completed")
+            second = await device.wait_for(EventType.METRICS_TURN, timeout_s=10)
+        log = list(state.log)
+    finals = [normalise(str(e.data["text"])) for e in device.of(EventType.TRANSCRIPT_USER)]
+    assert len(finals) == 2 and first.data["speculation"] == "used"  # at once: no pace known yet
+    # each turn's own request, and the hesitation's only when sent at once
+    assert len(log) == 2 + closed, asked(state)
+    assert normalise(str(log[-1].body["messages"][-1]["content"])) == finals[1]
+    # the second turn's reply was still prepared in its closing silence, and played
+    marks = second.data["marks_s"]
+    assert second.data["speculation"] == "used" and marks["speculated"] < marks["endpoint"]
+    assert second.data.get("speculation_drops", []) == ["resumed"] * closed
 
 
 @pytest.mark.parametrize("provider", ["homeassistant", "agent"])

@@ -1,17 +1,22 @@
 """Speculation's decisions (device/runtime/speculation.py), pure: which providers, when to
-prepare a reply on an early final, when the prepared reply is the turn's, what a tool
-call in it does."""
+prepare a reply on an early final, when its request goes out, when the prepared reply is
+the turn's, what a tool call in it does."""
 
 from __future__ import annotations
 
 import pytest
 
 from edgevoice.device.agents import PROVIDERS
+from edgevoice.device.runtime.metrics import Mark, TurnTimeline
 from edgevoice.device.runtime.speculation import (
+    USED,
+    AgentLead,
     Drop,
     Speculate,
     commit_refusal,
+    lead_of,
     on_tool_call,
+    send_delay_s,
     speculates,
     start_refusal,
 )
@@ -113,3 +118,44 @@ def test_a_reply_that_starts_with_a_tool_call_is_dropped_one_with_words_first_wa
     assert on_tool_call(committed=False, saw_text=False) is Drop.TOOL_CALL
     assert on_tool_call(committed=False, saw_text=True) is None  # held until the commit
     assert on_tool_call(committed=True, saw_text=False) is None  # the turn's own reply now
+
+
+def test_the_request_waits_until_its_first_audio_is_due_a_margin_before_the_soonest_end() -> None:
+    # the pause can end the turn at 10.6 s; the agent takes 0.25 s to its first audio; 0.1 s
+    # of margin: the request is due out at 10.25 s
+    assert send_delay_s(now_s=10.0, earliest_end_s=10.6, lead_s=0.25, margin_s=0.1) == pytest.approx(0.25)
+    # a slow agent (or a turn model's early check): the moment has passed, at once
+    assert send_delay_s(now_s=10.0, earliest_end_s=10.6, lead_s=0.6, margin_s=0.1) == 0.0
+    assert send_delay_s(now_s=10.0, earliest_end_s=10.2, lead_s=0.25, margin_s=0.1) == 0.0
+    # nothing known of the agent, or of the pause: at once, as before the agent's pace is known
+    assert send_delay_s(now_s=10.0, earliest_end_s=10.6, lead_s=None, margin_s=0.1) == 0.0
+    assert send_delay_s(now_s=10.0, earliest_end_s=None, lead_s=0.25, margin_s=0.1) == 0.0
+
+
+def test_the_agent_s_lead_is_the_longest_of_its_last_replies() -> None:
+    lead = AgentLead(keep=3)
+    assert lead.estimate() is None
+    for seconds in (0.3, 0.9, 0.2, 0.25):
+        lead.add(seconds)
+    assert lead.estimate() == pytest.approx(0.9)  # among the last three
+    lead.add(0.2)  # 0.9 is now four replies back
+    assert lead.estimate() == pytest.approx(0.25)
+    lead.clear()
+    assert lead.estimate() is None
+
+
+def test_a_turn_s_lead_runs_from_its_reply_s_start_to_its_first_audio() -> None:
+    def timeline(used: bool, **marks: float) -> TurnTimeline:
+        t = TurnTimeline("turn-1", {Mark(k): v for k, v in marks.items()})
+        if used:
+            t.extra["speculation"] = USED
+        return t
+
+    asked = {"asr_final": 5.0, "request_sent": 5.02, "first_audio": 5.4}
+    assert lead_of(timeline(False, **asked)) == pytest.approx(0.4)
+    # a prepared reply started when its request went out, before the final
+    prepared = {"speculated": 4.5, "request_sent": 4.51, "asr_final": 5.0, "first_audio": 4.8}
+    assert lead_of(timeline(True, **prepared)) == pytest.approx(0.3)
+    # no audio (the agent failed), or no request (a control, an announcement): nothing learnt
+    assert lead_of(timeline(False, asr_final=5.0, request_sent=5.02)) is None
+    assert lead_of(timeline(False, asr_final=5.0, first_audio=5.3)) is None

@@ -89,6 +89,16 @@ class LlmConfig:
         "local and operator never are.",
         choices=("auto", "on", "off"),
     )
+    speculate_margin_ms: int = setting(
+        100,
+        "How early a prepared reply's first audio is due before the pause can end the turn. Once "
+        "a reply has shown the agent's pace, the request waits in the pause until then, so a "
+        "hesitation shorter than that sends nothing; with a slow agent or a turn model it goes "
+        "at once. Larger: more requests closed unread when people hesitate; smaller: a late "
+        "first word when the agent is slower than it was. 10000 (the longest end silence) sends at "
+        "once.",
+        minimum=0, maximum=10000,
+    )
     gpio_outputs: tuple[GpioOutputConfig, ...] = setting(
         (),
         "GPIO outputs offered as tools: [[llm.gpio_outputs]] tables with name, pin, "
