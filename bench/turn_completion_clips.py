@@ -17,6 +17,9 @@ SEED = 17
 LEAD_S = 0.5
 TAIL_S = 3.0  # after the last speech: longer than the longest end silence tried
 PAUSE_S = (0.6, 1.5)
+# A hesitation inside a finished request: shorter than the shipped 600 ms end silence
+# (with the VAD's ~100 ms release), long enough that an early final may run in it.
+HESITATION_S = (0.12, 0.45)
 
 # (sentences, voices) of each set; "piper" is the bundled voice, the rest espeak-ng.
 TUNING_COMPLETE = (
@@ -86,6 +89,7 @@ class Clip:
     speech_end_s: float  # the true end of the last speech
     pause_s: tuple[float, float] | None  # incomplete: (start, end) of the mid-phrase pause
     brk: str = ""  # incomplete: how it breaks off (turn_completion_text.BREAK_KINDS)
+    hesitations_s: tuple[tuple[float, float], ...] = ()  # hesitant: (start, end) of each pause
 
     @property
     def key(self) -> str:
@@ -210,4 +214,51 @@ def make_clips(set_name: str, quick: bool) -> list[Clip]:
                 audio = mix([(LEAD_S, said)], total, condition, nrng, rng.uniform(-30, -22))
                 clips.append(Clip(set_name, "complete", "particle", voice, condition, text, audio,
                                   LEAD_S + len(said) / SAMPLE_RATE, None))
+    return clips
+
+
+def make_hesitant_clips(set_name: str, quick: bool) -> list[Clip]:
+    """The set's finished requests again, each said with one or two hesitations inside it
+    (``HESITATION_S``, after a random word): the pauses a person makes while choosing the
+    next word, which the clips of :func:`make_clips` do not have. Each sentence is
+    synthesized whole and cut at word boundaries (:func:`cut_point`), so the words keep
+    mid-sentence prosody, as a hesitation does. Its own random numbers: the other clips
+    are unchanged by it."""
+    complete: Sequence[str] = TUNING_COMPLETE if set_name == "tuning" else VALIDATION_COMPLETE
+    voices = TUNING_VOICES if set_name == "tuning" else VALIDATION_VOICES
+    conditions: Sequence[str] = CONDITIONS
+    if quick:
+        complete, conditions = complete[:2], ("clean", "echo")
+    clips = []
+    rng = random.Random(f"{SEED}:{set_name}:hesitant")
+    for voice in voices:
+        for condition in conditions:
+            for text in complete:
+                speed = rng.randint(150, 180)
+                words = text.split()
+                after = sorted(rng.sample(range(1, len(words)), min(len(words) - 1, rng.choice((1, 2)))))
+                whole = speech(text, voice, speed)
+                points: list[tuple[int, int]] = []  # (after which word, sample)
+                for i in after:
+                    at_sample = cut_point(whole, len(speech(" ".join(words[:i]), voice, speed)))
+                    if not points or at_sample > points[-1][1] + SAMPLE_RATE // 10:  # 100 ms apart
+                        points.append((i, at_sample))
+                after = [i for i, _ in points]
+                pieces = np.split(whole, [c for _, c in points])
+                parts: list[tuple[float, Pcm]] = []
+                pauses: list[tuple[float, float]] = []
+                at = LEAD_S
+                for k, piece in enumerate(pieces):
+                    parts.append((at, piece))
+                    at += len(piece) / SAMPLE_RATE
+                    if k < len(pieces) - 1:
+                        pause = rng.uniform(*HESITATION_S)
+                        pauses.append((at, at + pause))
+                        at += pause
+                nrng = np.random.default_rng(rng.getrandbits(32))
+                audio = mix(parts, round((at + TAIL_S) * SAMPLE_RATE), condition, nrng, rng.uniform(-30, -22))
+                bounds = zip([0, *after], [*after, len(words)], strict=True)
+                shown = " … ".join(" ".join(words[a:b]) for a, b in bounds)
+                clips.append(Clip(set_name, "complete", "hesitant", voice, condition, shown, audio, at, None,
+                                  hesitations_s=tuple(pauses)))
     return clips
