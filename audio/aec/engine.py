@@ -53,6 +53,7 @@ import numpy as np
 from edgevoice.audio.aec.base import AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.coherence import ChangedPath
 from edgevoice.audio.aec.delay import DelayEstimator
+from edgevoice.audio.aec.drift import measured_shift, shift_earlier
 from edgevoice.audio.aec.echo_presence import EchoPresence
 from edgevoice.audio.aec.fft import rfft
 from edgevoice.audio.aec.fractional import TAP_STEPS, TAP_TABLE_REV, TAPS
@@ -78,7 +79,6 @@ from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 _LOGGER = logging.getLogger(__name__)
 _DRIFT_EVERY = 50  # blocks between drift measurements
 _MAX_DRIFT = 300e-6 * _N  # samples per block
-_DRIFT_BINS = np.arange(4, 100)
 _SCALE = 1.0 / 32768.0
 _SETTLED = 1e-30  # residual-echo estimate below which the suppressor's gains are exactly 1
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
@@ -468,9 +468,14 @@ class EdgevoiceCanceller(EchoCanceller):
         elif offset <= -_N and self._bulk >= _N:
             self._bulk -= _N
             offset += _N
-        # never read the reference before it was written: with the echo under the margin
-        # and arriving ever earlier there is no delay left to take off
-        self._drift_offset = max(offset, -float(self._bulk))
+        if offset < -self._bulk:
+            # The reference cannot be read before it was written: with the echo under the
+            # margin and arriving ever earlier, the filters' taps move instead (drift.py).
+            self._flush_constrained()
+            snapshot = [] if self._w_snapshot is None else [self._w_snapshot]
+            shift_earlier([self._W, self._Ws, *snapshot], -(offset + self._bulk), _M)
+            offset = -float(self._bulk)
+        self._drift_offset = offset
         self._drift_elapsed += 1
 
     def _follow_drift(self) -> None:
@@ -485,20 +490,10 @@ class EdgevoiceCanceller(EchoCanceller):
         linear_erle = self._mic_err / (self._main_err + 1e-12)
         if old is None or linear_erle < 4.0:
             return
-        cross = np.einsum("kf,kf->f", snapshot, np.conj(old))[_DRIFT_BINS]
-        # a shift of tau samples turns into a phase of -2*pi*f*tau/M between the two;
-        # weighted least squares through the origin, below 5 kHz (no phase wrap)
-        weight = np.abs(cross)
-        freqs = _DRIFT_BINS.astype(np.float64)
-        slope = float(np.sum(weight * freqs * np.angle(cross)) / (np.sum(weight * freqs ** 2) + 1e-30))
-        moved = -slope * _M / (2.0 * np.pi)
+        moved = measured_shift(snapshot, old, _M)
         if abs(moved) > 1.5:  # a jump, not a drift (path change, double talk)
             return
         rate = self._drift_rate + 0.5 * moved / max(_DRIFT_EVERY, elapsed)
-        if self._bulk + self._drift_offset <= 0.0:
-            # at that floor an earlier-arriving echo cannot be followed by the read: the
-            # filter re-learns it, and the loop must not wind up to its limit meanwhile
-            rate = max(rate, 0.0)
         self._drift_rate = max(-_MAX_DRIFT, min(_MAX_DRIFT, rate))
 
     # -- the filters' constraint and copies -------------------------------------------

@@ -97,17 +97,18 @@ def test_a_delay_estimate_that_jumps_to_a_reflection_does_not_move_the_filter() 
     assert late >= 50.0, f"echo removed after the direct sound was shadowed: {late:.1f} dB"
 
 
-def test_drift_at_a_delay_under_the_margin_does_not_wind_up() -> None:
+def test_drift_at_a_delay_under_the_margin_is_followed_by_moving_the_taps() -> None:
     """The echo 5 ms after the reference (under the 15 ms margin, so no bulk delay to
     take off) and arriving ever earlier (+150 ppm: the loudspeaker's clock fast): the read
-    cannot follow it, so the drift loop must stay put instead of winding up to its
-    300 ppm limit (which it did, and then read the reference at a rate that was never
-    there), and the canceller must do no worse than with drift tracking off."""
+    cannot be sooner than now, so the filters' taps move earlier instead (drift.py). Before,
+    the loop was held at zero there and the filter re-learnt the moving echo: 8 dB removed
+    over the last 6 s, as with drift tracking off; now 29 (tuning room r02 and validation
+    rooms r24 and r41 are such rooms)."""
     mic, ref = echo_scenario(seconds=12.0, delay_ms=5.0, drift_ppm=150.0)
     tracked = EdgevoiceCanceller()
     out = tracked.process_signal(mic, ref)
     still = EdgevoiceCanceller(track_drift=False)
     out_still = still.process_signal(mic, ref)
-    assert abs(tracked.drift_ppm) < 50.0, tracked.drift_ppm
+    assert -180.0 < tracked.drift_ppm < -120.0, tracked.drift_ppm
     erle, erle_still = (erle_db(mic, o, 6.0, tracked.latency_ms) for o in (out, out_still))
-    assert erle >= erle_still - 1.0, f"echo removed {erle:.1f} dB, drift tracking off {erle_still:.1f} dB"
+    assert erle >= erle_still + 15.0, f"echo removed {erle:.1f} dB, drift tracking off {erle_still:.1f} dB"
