@@ -13,7 +13,7 @@ overlap-add). Built from:
    slides the echo through the filter faster than it can re-learn at high frequencies.
    Every 0.5 s the phase slope between the filter and its previous snapshot measures
    how far the echo moved; an integrating loop turns that into a drift rate, and the
-   reference is read at that rate through an 8-tap fractional-delay interpolator
+   reference is read at that rate through a 64-tap fractional-delay interpolator
    (:mod:`.fractional`), so the echo path the filter sees stands still. Where the read
    cannot be sooner (the echo under the margin), the taps move instead (:mod:`.drift`).
 3. **Linear echo path**: a partitioned-block frequency-domain Kalman filter
