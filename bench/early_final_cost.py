@@ -137,6 +137,15 @@ def run_clip(clip: Clip, windows: Sequence[VadWindow], readings: Readings, early
     return run
 
 
+def row_counts(ms: int, runs: list[ClipRun]) -> tuple[str, int, int, list[int], list[int]]:
+    """A setting's row: its tag, turns, final passes, and requests sent and closed unread
+    (without, with the gate)."""
+    tag = f"**{ms}** (shipped)" if ms == SHIPPED else str(ms)
+    sent = [sum(r.requests(g) for r in runs) for g in (False, True)]
+    closed = [sum(r.closed(g) for r in runs) for g in (False, True)]
+    return tag, len(runs), sum(len(r.passes) for r in runs), sent, closed
+
+
 def report(set_name: str, results: dict[int, list[ClipRun]]) -> None:
     first = next(iter(results.values()))
     kinds = [r.clip.kind for r in first]
@@ -150,20 +159,16 @@ def report(set_name: str, results: dict[int, list[ClipRun]]) -> None:
           "| broken-off turns cut early |")
     print("|---|---|---|---|---|---|---|---|---|")
     for ms, runs in results.items():
-        n = len(runs)
-        passes = sum(len(r.passes) for r in runs)
+        tag, n, passes, sent, closed = row_counts(ms, runs)
         cpu = sum(p.cpu_ms for r in runs for p in r.passes) / n
         done = [r for r in runs if r.clip.kind == "complete"]
         particle = [r for r in runs if r.clip.kind == "particle"]
         broken = [r for r in runs if r.clip.label != "complete"]
-        sent = [sum(r.requests(g) for r in runs) for g in (False, True)]
-        closed = [sum(r.closed(g) for r in runs) for g in (False, True)]
         closed_done = sum(r.closed(True) for r in done + particle)
         prepared = [sum(r.prepared_at_end(g) for r in done) / len(done) for g in (False, True)]
         prepared_particle = [sum(r.prepared_at_end(g) for r in particle) / max(1, len(particle))
                              for g in (False, True)]
         cut = sum(r.cut_early for r in broken) / max(1, len(broken))
-        tag = f"**{ms}** (shipped)" if ms == SHIPPED else str(ms)
         print(f"| {tag} | {100 * passes / n:.0f} | {cpu:.0f} ({cpu * PI4_FACTOR:.0f}) | "
               f"{100 * sent[0] / n:.0f} / {100 * sent[1] / n:.0f} | {100 * closed[0] / n:.0f} / "
               f"{100 * closed[1] / n:.0f} | {100 * closed_done / n:.0f} | {100 * prepared[0]:.1f} % / "
@@ -182,14 +187,10 @@ def report_hesitant(set_name: str, results: dict[int, list[ClipRun]]) -> None:
           "| ended inside a hesitation |")
     print("|---|---|---|---|---|---|---|")
     for ms, runs in results.items():
-        n = len(runs)
-        passes = sum(len(r.passes) for r in runs)
+        tag, n, passes, sent, closed = row_counts(ms, runs)
         inside = sum(p.resumed for r in runs for p in r.passes)
-        sent = [sum(r.requests(g) for r in runs) for g in (False, True)]
-        closed = [sum(r.closed(g) for r in runs) for g in (False, True)]
         prepared = [sum(r.prepared_at_end(g) for r in runs) / n for g in (False, True)]
         ended = sum(r.ended_inside for r in runs) / n
-        tag = f"**{ms}** (shipped)" if ms == SHIPPED else str(ms)
         print(f"| {tag} | {100 * passes / n:.0f} | {100 * inside / n:.0f} | {100 * sent[0] / n:.0f} / "
               f"{100 * sent[1] / n:.0f} | {100 * closed[0] / n:.0f} / {100 * closed[1] / n:.0f} | "
               f"{100 * prepared[0]:.1f} % / {100 * prepared[1]:.1f} % | {100 * ended:.1f} % |")
