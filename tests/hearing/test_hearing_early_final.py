@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from support.asr_watch import WatchedSession
 from support.hearing_audio import frames, piper_speech, place
+from support.silero_listener import ENDPOINT, heard, listen, silero_listener
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.asr import AsrResult, AsrSession
 from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
-from edgevoice.audio.hearing.endpoint import EndpointSettings
 from edgevoice.audio.hearing.events import (
     EarlyTranscript,
     FinalTranscript,
@@ -23,13 +23,8 @@ from edgevoice.audio.hearing.events import (
     SpeechResumed,
     SpeechStopped,
 )
-from edgevoice.audio.hearing.listener import Listener
 from edgevoice.audio.hearing.turn_model import TurnJudge, TurnVerdict
-from edgevoice.audio.hearing.vad import VoiceActivity
-from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.models import ModelKind, resolve_model
-
-ENDPOINT = EndpointSettings(end_silence_ms=600, pre_roll_ms=300)
 
 
 class RecordingPocketsphinx(PocketsphinxEngine):
@@ -54,12 +49,6 @@ def engine() -> Iterator[RecordingPocketsphinx]:
 def asr(engine: RecordingPocketsphinx) -> RecordingPocketsphinx:
     engine.finished.clear()
     return engine
-
-
-def listen(asr: PocketsphinxEngine, audio: Pcm, early_final_ms: float) -> list[HearingEvent]:
-    listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
-                        endpoint=ENDPOINT, early_final_ms=early_final_ms)
-    return [e for f in frames(audio) for e in listener.process(f)]
 
 
 def one_final(events: list[HearingEvent]) -> FinalTranscript:
@@ -172,9 +161,8 @@ def test_with_a_turn_model_the_final_pass_runs_when_the_model_is_asked(
     scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 1.5, snr_db=40.0, seed=3)
     judge = TurnWorker(lambda _pcm: 0.0)
     try:
-        listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
-                            endpoint=EndpointSettings(end_silence_ms=600, pre_roll_ms=300, turn_check_ms=200),
-                            early_final_ms=300, turn_judge=judge)
+        listener = silero_listener(asr, endpoint=replace(ENDPOINT, turn_check_ms=200), early_final_ms=300,
+                                   turn_judge=judge)
         events = [e for f in frames(scene.audio) for e in listener.process(f)]
     finally:
         judge.close()
@@ -191,12 +179,8 @@ def test_the_early_transcript_says_whether_the_text_hold_keeps_its_pause(
     # speculation refuses words that read mid-thought only while a hold keeps the pause open
     speech = piper_speech("What is the weather like tomorrow?")
     scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 2.5, snr_db=40.0, seed=3)
-    listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
-                        endpoint=replace(ENDPOINT, hold_silence_ms=hold_ms), early_final_ms=300)
-    try:
-        events = [e for f in frames(scene.audio) for e in listener.process(f)]
-    finally:
-        listener.close()
+    listener = silero_listener(asr, endpoint=replace(ENDPOINT, hold_silence_ms=hold_ms), early_final_ms=300)
+    events = heard(listener, scene.audio)
     (told,) = [e for e in events if isinstance(e, EarlyTranscript)]
     assert told.text_hold is (hold_ms > 0)
 
@@ -222,12 +206,8 @@ def test_the_early_transcript_says_when_its_pause_can_end_the_turn_at_the_soones
     speech = piper_speech("What is the weather like tomorrow?")
     scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 2.5, snr_db=40.0, seed=3)
     endpoint = replace(ENDPOINT, turn_check_ms=200 if model else 0)
-    listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
-                        endpoint=endpoint, early_final_ms=100, turn_judge=SilentJudge() if model else None)
-    try:
-        events = [e for f in frames(scene.audio) for e in listener.process(f)]
-    finally:
-        listener.close()
+    events = heard(silero_listener(asr, endpoint=endpoint, early_final_ms=100,
+                                   turn_judge=SilentJudge() if model else None), scene.audio)
     (told,) = [e for e in events if isinstance(e, EarlyTranscript)]
     stop = stopped(events)  # its t: where the speech stopped, the pause's start
     assert told.earliest_end_s == pytest.approx(stop.t + (0.2 if model else 0.6), abs=1e-6)

@@ -9,22 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.hearing_audio import frames, piper_speech, place
+from support.hearing_audio import piper_speech, place
+from support.silero_listener import listen
 
-from edgevoice.audio.frames import SAMPLE_RATE, Pcm
-from edgevoice.audio.hearing.endpoint import EndpointSettings
-from edgevoice.audio.hearing.events import EarlyTranscript, FinalTranscript, HearingEvent, SpeechResumed
-from edgevoice.audio.hearing.listener import Listener
-from edgevoice.audio.hearing.vad import VoiceActivity
-from edgevoice.audio.hearing.vad_silero import SileroVad
-from edgevoice.models import ModelKind, resolve_model
-
-
-def listen(asr: Any, audio: Pcm, early_final_ms: float) -> list[HearingEvent]:
-    listener = Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
-                        endpoint=EndpointSettings(end_silence_ms=600, pre_roll_ms=300),
-                        early_final_ms=early_final_ms)
-    return [e for f in frames(audio) for e in listener.process(f)]
+from edgevoice.audio.frames import SAMPLE_RATE
+from edgevoice.audio.hearing.events import EarlyTranscript, FinalTranscript, SpeechResumed
 
 
 @pytest.mark.parametrize(("before", "after", "said"), [
