@@ -31,7 +31,8 @@ models only the linear echo path; a clipping loudspeaker leaves echo above it th
 suppressor still recognises (with no echo at all, ``echo_absent``, its cut proves nothing
 and is not asked about). Of the sustained speech, ``background_loud_ms`` must stand
 ``background_margin_db`` over the room's background as it was at the speech's onset
-(:class:`.background.BackgroundLevel`, fed every window): other people's talk, a
+(:class:`.background.BackgroundLevel`, fed every window, with no more than
+``background_cut_db`` of the suppressor's cut taken off its level): other people's talk, a
 television or a passing car is speech to the VAD, and the room's own. With
 ``min_words`` > 0 the sustained speech is only a candidate (playback goes on) until that
 many words are recognised; if the speech stops first it was a backchannel ("mm-hm") and
@@ -108,6 +109,12 @@ class BargeInSettings:
     background_margin_db: float = 12.0
     background_span_ms: int = 1000
     background_loud_ms: int = 120
+    # The floor reads each window with at most this much of the suppressor's cut taken off:
+    # while the device talks, the suppressor pulls the room's own sound down with the echo,
+    # and when the device pauses that sound came back 12-17 dB over a floor it had never
+    # had (babble in tuning room r42). Chosen on the tuning rooms (docs/aec.md, seventh
+    # round): 6-12 dB took r42's self-interruption, 14 and more did not; 10, the middle.
+    background_cut_db: float = 10.0
     resume_after_false_barge_in: bool = True
 
     def __post_init__(self) -> None:
@@ -221,7 +228,7 @@ class BargeInDetector:
         start = self._now
         self._now += period.duration_ms
         floor = self._background.dbfs  # the room before this window
-        self._background.push(period.speech_dbfs, period.duration_ms)
+        self._background.push(self._room_level(period), period.duration_ms)
         mode = self._next_mode(period.reference_ok, period.reference_heard, period.duration_ms,
                                period.echo_absent)
         changed = mode is not self._mode
@@ -266,6 +273,13 @@ class BargeInDetector:
         # noise as a residual to remove, and would take the person with it.
         return (limit > 0 and unsuppressed is not None and not period.echo_absent
                 and period.speech_dbfs < unsuppressed - limit)
+
+    def _room_level(self, period: BargeInInput) -> float:
+        """The window's level as the room's floor reads it: the echo-cancelled level, but no
+        more than ``background_cut_db`` under its level before the suppressor."""
+        if period.unsuppressed_dbfs is None:
+            return period.speech_dbfs
+        return max(period.speech_dbfs, period.unsuppressed_dbfs - self.settings.background_cut_db)
 
     def _stood_out(self, needed_ms: int) -> bool:
         """Enough of the speech stood over the room's background (never more of it than

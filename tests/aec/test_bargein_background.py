@@ -103,3 +103,33 @@ def test_the_floor_tracker() -> None:
     assert floor.dbfs is None
     with pytest.raises(ValueError):
         BackgroundLevel(span_ms=0)
+
+
+def test_the_room_the_suppressor_hid_while_the_device_talked_is_not_a_person_when_it_pauses() -> None:
+    """Tuning room r42: while the device talks, the residual-echo suppressor cuts the room's
+    babble with the echo (-50 dBFS before it, -66 after); in a pause of the device's speech
+    the babble comes back whole, 16 dB over a floor read through the suppressor. The floor
+    reads each window no more than ``background_cut_db`` under its level before the
+    suppressor, so the babble stands 10 dB over it, under the 12 dB margin. A person 14 dB
+    over the room still interrupts."""
+
+    def suppressed(vad: float = 0.1) -> BargeInInput:
+        return BargeInInput(duration_ms=WINDOW_MS, vad_probability=vad, speech_dbfs=-66.0,
+                            residual_echo_dbfs=-70.0, device_speaking=True, unsuppressed_dbfs=-50.0)
+
+    def in_the_pause(level: float) -> BargeInInput:  # nothing playing: nothing suppressed
+        return BargeInInput(duration_ms=WINDOW_MS, vad_probability=0.8, speech_dbfs=level,
+                            residual_echo_dbfs=-120.0, device_speaking=True, unsuppressed_dbfs=level)
+
+    def decisions(settings: BargeInSettings, level: float) -> list[Decision]:
+        det = BargeInDetector(settings)
+        for _ in range(60):  # 2 s of the device talking over the room
+            det.update(suppressed())
+        return [det.update(in_the_pause(level)).decision for _ in range(15)]
+
+    shipped = BargeInSettings()
+    assert shipped.background_cut_db == 10.0
+    assert Decision.BARGE_IN not in decisions(shipped, -50.0)
+    # the floor read through the suppressor (no cap on its cut): the babble interrupts
+    assert Decision.BARGE_IN in decisions(BargeInSettings(background_cut_db=100.0), -50.0)
+    assert Decision.BARGE_IN in decisions(shipped, -36.0)
