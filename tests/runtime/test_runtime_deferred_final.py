@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import pytest
 from support.hearing_audio import frames, piper_speech, place
+from support.silero_listener import silero_listener
 
 from edgevoice.audio.frames import DuplexFrame, Pcm
 from edgevoice.audio.hearing.asr import AsrEngine, AsrResult, AsrSession
@@ -24,8 +25,6 @@ from edgevoice.audio.hearing.asr_pocketsphinx import PocketsphinxEngine
 from edgevoice.audio.hearing.endpoint import SpeechStarted
 from edgevoice.audio.hearing.events import FinalPending, FinalTranscript, HearingEvent, SpeechStopped
 from edgevoice.audio.hearing.listener import Listener
-from edgevoice.audio.hearing.vad import VoiceActivity
-from edgevoice.audio.hearing.vad_silero import SileroVad
 from edgevoice.device.runtime.frontend import FrontEnd, FrontEndThread, FrontResult
 from edgevoice.models import ModelKind, resolve_model
 
@@ -91,8 +90,7 @@ def pocketsphinx() -> Iterator[PocketsphinxEngine]:
 
 def _listener(asr: AsrEngine) -> Listener:
     # early_final_ms=0: the whole final pass falls at the turn's end, the case that blocked
-    return Listener(VoiceActivity(SileroVad(resolve_model("silero-vad", ModelKind.VAD).path)), asr,
-                    early_final_ms=0.0)
+    return silero_listener(asr, early_final_ms=0.0)
 
 
 def _scene() -> np.ndarray:
