@@ -149,6 +149,8 @@ CONFIGS: dict[str, tuple[str, float]] = {  # name: (turn_model, ms per word)
 }
 STAGES = ("endpoint", "asr_final", "request_sent", "first_text", "first_sentence", "first_audio",
           "first_played")
+# the speculation's chain: the early final pass began, its text was known, the request went out
+EARLY_MARKS = ("early_final", "early_text", "speculated")
 
 
 @dataclass
@@ -260,7 +262,7 @@ def _turn_from_events(result: TurnResult, events: list[Event], eos_s: float) -> 
         result.status = str(done[0].get("status", ""))
     if metrics:
         marks = metrics[0].get("marks_s", {})
-        result.stages_ms = {name: (float(marks[name]) - eos_s) * 1000.0 for name in (*STAGES, "speculated")
+        result.stages_ms = {name: (float(marks[name]) - eos_s) * 1000.0 for name in (*STAGES, *EARLY_MARKS)
                             if name in marks}
         result.speculations = int(metrics[0].get("speculations", 0))
         result.speculation = str(metrics[0].get("speculation", ""))
@@ -465,10 +467,12 @@ def report(name: str, where: str, results: list[TurnResult], ms_per_word: float,
 
 def speculation_report(results: list[TurnResult], cpu_s: float | None) -> None:
     """Per set: turns whose reply was the speculative one, speculative requests sent and
-    dropped (wasted), when the used one went out; the daemon's CPU per turn."""
+    dropped (wasted), and for the used ones where the time before the request went (medians
+    in ms from the end of speech: the early final pass began, its text was known, the
+    request went out); the daemon's CPU per turn."""
     print("\n| set | turns | speculation used | speculative requests | dropped (wasted) | why dropped "
-          "| request out (median ms from end of speech) |")
-    print("|---|---|---|---|---|---|---|")
+          "| early final pass began | its text known | request out |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for split in ("tuning", "validation"):
         rows = [r for r in results if r.split == split]
         if not rows:
@@ -480,9 +484,9 @@ def speculation_report(results: list[TurnResult], cpu_s: float | None) -> None:
         for r in rows:
             for reason in r.drops:
                 why[reason] = why.get(reason, 0) + 1
-        out = [r.stages_ms["speculated"] for r in used if "speculated" in r.stages_ms]
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(why.items())) or "-"
-        print(f"| {split} | {len(rows)} | {len(used)} | {sent} | {dropped} | {reasons} | {_fmt(out)} |")
+        chain = " | ".join(_fmt([r.stages_ms[m] for r in used if m in r.stages_ms]) for m in EARLY_MARKS)
+        print(f"| {split} | {len(rows)} | {len(used)} | {sent} | {dropped} | {reasons} | {chain} |")
     if cpu_s is not None and results:
         print(f"\nthe daemon process's CPU over the run: {cpu_s:.1f} s, "
               f"{cpu_s / len(results):.2f} s per turn")

@@ -303,6 +303,7 @@ class Speculator:
         self._attempt = attempt
 
     async def _prepare(self, attempt: _Attempt, event: EarlyTranscript) -> None:
+        c = self._conversation
         try:
             result: AsrResult = await asyncio.to_thread(event.result)
         except asyncio.CancelledError:
@@ -310,7 +311,9 @@ class Speculator:
         except Exception as err:  # the real turn's final will say what went wrong
             _LOGGER.debug("no early transcript to speculate on: %s", err)
             return
-        c = self._conversation
+        if self._attempt is attempt:  # where the time before the request goes (metrics.turn)
+            marks = attempt.turn.timeline.marks
+            marks[Mark.EARLY_FINAL], marks[Mark.EARLY_TEXT] = event.t, c.clock.now()
         held = event.text_hold and turn_text.mid_thought(result.text, result.end_mark)
 
         def refused() -> bool:
