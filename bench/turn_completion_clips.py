@@ -160,16 +160,23 @@ def mix(parts: Sequence[tuple[float, Pcm]], total: int, condition: str, rng: np.
     return np.clip(np.rint(out), -32768, 32767).astype(np.int16)
 
 
-def make_clips(set_name: str, quick: bool) -> list[Clip]:
+def _requests(set_name: str, quick: bool) -> tuple[Sequence[str], Sequence[str], Sequence[str]]:
+    """The set's finished requests, its voices and the conditions (``quick``: the first two
+    requests, clean and echo only)."""
     complete: Sequence[str] = TUNING_COMPLETE if set_name == "tuning" else VALIDATION_COMPLETE
+    voices = TUNING_VOICES if set_name == "tuning" else VALIDATION_VOICES
+    if quick:
+        return complete[:2], voices, ("clean", "echo")
+    return complete, voices, CONDITIONS
+
+
+def make_clips(set_name: str, quick: bool) -> list[Clip]:
+    complete, voices, conditions = _requests(set_name, quick)
     tuning = set_name == "tuning"
     particle: Sequence[str] = TUNING_PARTICLE if tuning else VALIDATION_PARTICLE
     incomplete: Sequence[tuple[str, str]] = TUNING_INCOMPLETE if tuning else VALIDATION_INCOMPLETE
-    voices = TUNING_VOICES if set_name == "tuning" else VALIDATION_VOICES
-    conditions: Sequence[str] = CONDITIONS
     if quick:
-        complete, incomplete, conditions = complete[:2], incomplete[:2], ("clean", "echo")
-        particle = particle[:2]
+        incomplete, particle = incomplete[:2], particle[:2]
     clips = []
     rng = random.Random(f"{SEED}:{set_name}")
     for voice in voices:
@@ -224,11 +231,7 @@ def make_hesitant_clips(set_name: str, quick: bool) -> list[Clip]:
     synthesized whole and cut at word boundaries (:func:`cut_point`), so the words keep
     mid-sentence prosody, as a hesitation does. Its own random numbers: the other clips
     are unchanged by it."""
-    complete: Sequence[str] = TUNING_COMPLETE if set_name == "tuning" else VALIDATION_COMPLETE
-    voices = TUNING_VOICES if set_name == "tuning" else VALIDATION_VOICES
-    conditions: Sequence[str] = CONDITIONS
-    if quick:
-        complete, conditions = complete[:2], ("clean", "echo")
+    complete, voices, conditions = _requests(set_name, quick)
     clips = []
     rng = random.Random(f"{SEED}:{set_name}:hesitant")
     for voice in voices:
