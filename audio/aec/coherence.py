@@ -47,7 +47,8 @@ BAND_EDGES = (4, 10, 18, 30, 48, 80, 128)
 COHERENT = 0.1  # a band is the reference's from this share of its error (bias taken off)
 ERROR_RISE = 8.0  # ... and only while the error stands this many times its usual share of the mic
 USUAL_RATE = 0.002  # per-block rate at which that usual share follows the error up (~5 s)
-PLAYING = 0.1  # ... and only while the last LAGS blocks' reference is within 10 dB of its peak
+PLAYING = 0.1  # ... and only while the last LAGS blocks' reference is within 10 dB of its peak,
+PAUSE_COHERENT = 0.2  # ... or, in the reference's pauses, from this share
 PEAK_DECAY = 0.995  # per block: the reference's peak falls 10 dB in ~4.6 s
 PERSIST = 3  # blocks in a row all that must hold before P moves (a person's onset can pass for 2-3)
 REOPEN = 8.0  # P covers this many times the coherent error's power ...
@@ -117,7 +118,8 @@ class ChangedPath:
     so it does while a person talks: the suppressor takes both for a person, which
     freezes the leak estimate, and the filter's small uncertainty P keeps its gain small.
     :meth:`follow` says True (a changed path) when the bands' mean share of error the
-    reference explains is at least :data:`COHERENT` while the error stands
+    reference explains is at least :data:`COHERENT` (:data:`PAUSE_COHERENT` in the
+    reference's pauses, 10 dB under its recent peak) while the error stands
     :data:`ERROR_RISE` times its usual share of the mic (a change, not the steady residual
     of drift or a clipping loudspeaker, which is partly coherent too). Then, in each band
     whose share reaches :data:`COHERENT`, P grows (at most :data:`REOPEN_STEP` x per block,
@@ -151,10 +153,15 @@ class ChangedPath:
         lo, hi = coh.bins
         # In a pause between the device's words the reference holds only the end of the
         # last one: there a person's voiced sounds can line up with it for a moment
-        # (bench/aec's worst room read 0.3-0.5 in the lowest bands for 150 ms)
+        # (bench/aec's worst room read 0.3-0.5 in the lowest bands for 150 ms; 0.16 over
+        # the bands), and so can the steady residual (0.13-0.19). A changed path keeps
+        # its error coherent through the pauses too (0.21-0.33 in the tuning rooms), and
+        # holding it shut there until the next loud syllable slows re-convergence in
+        # reverberant rooms, where the reference rarely stands near its peak.
         playing = float(_sum(px[:LAGS, lo:hi], axis=None))
         self._peak = max(playing, PEAK_DECAY * self._peak)
-        if share < COHERENT or error_share < ERROR_RISE * usual or playing < PLAYING * self._peak:
+        pause = playing < PLAYING * self._peak
+        if share < (PAUSE_COHERENT if pause else COHERENT) or error_share < ERROR_RISE * usual:
             self._run = 0
             return False
         self._run += 1
