@@ -44,12 +44,17 @@ def test_echo_removed_in_the_3_s_after_the_device_moved(
     lat = score.measured_latency(near, out_near)
     after = score.echo_removed_db(mic, out, (room.after_change,), lat)
     steady = score.echo_removed_db(mic, out, room.far_alone, lat)
+    shut = EdgevoiceCanceller(reopen_on_leak=False, reopen_on_coherence=False).process_signal(mic, ref)
+    after_shut = score.echo_removed_db(mic, shut, (room.after_change,), lat)
     # Where the corpus was first built: 10.5 dB without the leak's re-opening, 18.6 with
     # it. Rebuilt from the same seed on another machine (its cache made afresh; why its
     # audio differs is not traced) the same room reads 8.1 without any re-opening, 9.1
-    # with the leak's alone and 11.8 with the coherence's too (coherence.ChangedPath):
-    # the threshold sits above every figure without it, on both.
-    assert after >= 11.0, f"echo removed after the move {after:.1f} dB (steady {steady:.1f})"
+    # with the leak's alone and 11.8 with the coherence's too (coherence.ChangedPath). The
+    # audio differs between machines, so the test asks for the gain over no re-opening in
+    # the same run (3.7 dB here), not for a figure.
+    assert after >= after_shut + 2.5, (
+        f"echo removed after the move {after:.1f} dB, without re-opening {after_shut:.1f} "
+        f"(steady {steady:.1f})")
     # and the person is not paid for it: near-end loss in double talk stays under 1 dB
     loss = score.near_loss_db(out, out_near, room.double_talk)
     assert loss <= 1.0, f"near-end loss in double talk {loss:.2f} dB"
