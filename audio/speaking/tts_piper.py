@@ -2,8 +2,10 @@
 
 The voice is an ``.onnx`` model with its ``.onnx.json`` beside it (resolve names
 with the model registry first). The onnxruntime session is built here rather
-than by ``PiperVoice.load`` so its thread count can be set: one intra-op thread
-gave the fastest first chunk on a 2-core machine (see ``docs/speaking.md``).
+than by ``PiperVoice.load`` so its thread count can be set: two intra-op threads whose
+idle workers sleep, not spin, gave the first chunk in ~57 ms against ~96 with one on a quiet
+2-core machine, at no cost to the audio loop under a CPU quota (``docs/speaking.md``, "Two
+threads for piper"; onnxruntime's default spinning pool did cost it).
 
 piper speaks at 22 050 Hz; audio is resampled to 16 kHz here, at the edge.
 Word timing: this piper build gives phoneme alignments only with the ``onnx``
@@ -65,9 +67,9 @@ _REWARM_TEXT = ("Sure, here is what I found for you, and I will read it out now,
 _SHRINK = "memory.enable_memory_arena_shrinkage"
 
 
-def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str | Path | None = None) -> Any:
-    """A ``piper.PiperVoice`` whose onnxruntime session uses ``threads`` intra-op threads
-    (0: onnxruntime's default)."""
+def load_piper_voice(model_path: str | Path, threads: int = 2, config_path: str | Path | None = None) -> Any:
+    """A ``piper.PiperVoice`` whose onnxruntime session uses ``threads`` intra-op threads,
+    no more than the machine has cores (0: onnxruntime's default)."""
     piper = require("piper", "speaking", "Piper TTS")
     ort = require("onnxruntime", "speaking", "Piper TTS")
     from piper.config import PiperConfig
@@ -85,8 +87,12 @@ def load_piper_voice(model_path: str | Path, threads: int = 1, config_path: str 
         options = ort.SessionOptions()  # type: ignore[attr-defined]
         options.enable_mem_pattern = False  # see the module docstring (memory)
         if threads > 0:  # 0: onnxruntime's default (one thread per core)
-            options.intra_op_num_threads = int(threads)
+            options.intra_op_num_threads = min(int(threads), os.cpu_count() or 1)
             options.inter_op_num_threads = 1
+        # Idle worker threads sleep rather than spin: between piper's operators they would
+        # otherwise hold a core the audio front end and the recognizer need (the same speed
+        # here, 6-8 % less CPU per synthesis with 2 threads)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(  # type: ignore[attr-defined]
             str(model), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -121,7 +127,7 @@ class PiperTts(TtsEngine):
         self,
         model_path: str | Path,
         *,
-        threads: int = 1,
+        threads: int = 2,
         length_scale: float = 1.0,
         volume: float = 1.0,
         voice_name: str | None = None,

