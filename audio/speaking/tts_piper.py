@@ -3,8 +3,8 @@
 The voice is an ``.onnx`` model with its ``.onnx.json`` beside it (resolve names
 with the model registry first). The onnxruntime session is built here rather
 than by ``PiperVoice.load`` so its thread count can be set: two intra-op threads whose
-idle workers sleep, not spin, gave the first chunk in ~57 ms against ~96 with one on a quiet
-2-core machine, at no cost to the audio loop under a CPU quota (``docs/speaking.md``, "Two
+idle workers sleep, not spin, gave the first chunk in ~58-72 ms against ~95 with one on a
+quiet 2-core machine, at no cost to the audio loop under a CPU quota (``docs/speaking.md``, "Two
 threads for piper"; onnxruntime's default spinning pool did cost it).
 
 piper speaks at 22 050 Hz; audio is resampled to 16 kHz here, at the edge.
@@ -90,8 +90,9 @@ def load_piper_voice(model_path: str | Path, threads: int = 2, config_path: str 
             options.intra_op_num_threads = min(int(threads), os.cpu_count() or 1)
             options.inter_op_num_threads = 1
         # Idle worker threads sleep rather than spin: between piper's operators they would
-        # otherwise hold a core the audio front end and the recognizer need (the same speed
-        # here, 6-8 % less CPU per synthesis with 2 threads)
+        # otherwise hold a core the audio front end and the recognizer need (a few ms slower
+        # per piece here and ~6 % less CPU; under a CPU quota spinning made replies late
+        # 2.4x as often)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(  # type: ignore[attr-defined]
             str(model), sess_options=options, providers=["CPUExecutionProvider"]

@@ -19,7 +19,7 @@ class TtsConfig:
     )
     threads: int = setting(
         2, "onnxruntime intra-op threads for piper, at most the board's cores (2 gave the first "
-        "audio ~40 ms sooner than 1 on 2 cores, at no cost to the audio loop; docs/speaking.md).",
+        "audio ~25 ms sooner than 1 on 2 cores, at no cost to the audio loop; docs/speaking.md).",
         minimum=1, maximum=16, restart=True,
     )
     length_scale: float = setting(
