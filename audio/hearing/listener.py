@@ -398,8 +398,8 @@ class Listener:
         self._feed_held()
         self._pieces.append((self._session.finish_soon(), self._session_at))
         self._session = None
-        settings = self.endpointer.settings
-        self._paused_from = self._turn_fed - settings.samples(self.endpointer.pause_ms)
+        settings, pause_ms = self.endpointer.settings, self.endpointer.pause_ms
+        self._paused_from = self._turn_fed - settings.samples(pause_ms)  # the pause's start
         assert self.asr is not None
         # what the turn says if no speech follows (read off this thread: a copy)
         transcript, hold = self._later_result(), settings.hold_silence_ms > 0
@@ -407,7 +407,7 @@ class Listener:
         soonest_ms = settings.end_silence_ms
         if self.turn_judge is not None and settings.turn_check_ms > 0:
             soonest_ms = min(settings.turn_check_ms, soonest_ms)
-        paused_s = self.now - self.endpointer.pause_ms / 1000.0
+        paused_s = self.now - pause_ms / 1000.0  # the same start, on the audio clock
         events.append(EarlyTranscript(self.now, transcript, hold, paused_s + soonest_ms / 1000.0))
         if hold:
             pause = self.endpointer.pause
