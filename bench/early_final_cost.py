@@ -33,8 +33,12 @@ audio is due the margin before the pause could end the turn, for an agent whose 
 reply's start to its first audio, as the device estimates it) is given by ``--leads``. A
 request whose pause ended sooner was never sent.
 
-    ./dev bench early_final_cost [--settings 50,100,200,300] [--leads 400,600]
-                                 [--end-silence-ms 600] [--quick]
+With ``--early-decode-ms`` (``[asr] early_decode_ms``) the decode starts sooner in the pause
+than its words are told: "final passes" counts every decode, those in pauses the person
+ended before ``early_final_ms`` too (CPU spent, no request).
+
+    ./dev bench early_final_cost [--settings 50,100,200,300] [--early-decode-ms 0,64]
+                                 [--leads 400,600] [--end-silence-ms 600] [--quick]
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -64,17 +69,31 @@ from edgevoice.device.runtime.speculation import send_delay_s, start_refusal
 from edgevoice.device.runtime.turns import ConversationSettings
 
 SHIPPED = AsrConfig().early_final_ms
+SHIPPED_DECODE = AsrConfig().early_decode_ms
+
+
+class Setting(NamedTuple):
+    """A row: ``[asr] early_final_ms``, and ``early_decode_ms`` (0: the decode starts then too)."""
+
+    final_ms: int
+    decode_ms: int
+
+    @property
+    def tag(self) -> str:
+        ahead = f", decode at {self.decode_ms}" if 0 < self.decode_ms < self.final_ms else ""
+        shipped = self.final_ms == SHIPPED and self.decode_ms == SHIPPED_DECODE
+        return f"**{self.final_ms}{ahead}** (shipped)" if shipped else f"{self.final_ms}{ahead}"
 MARGIN_S = ConversationSettings().speculate_margin_ms / 1000.0  # the shipped [llm] speculate_margin_ms
 
 
 @dataclass
 class Pass:
-    """One early final: its words, whether they read mid-thought, its decode's CPU, when it
-    began, when its pause could end the turn at the soonest, and when speech came back."""
+    """One early final told (its words handed over): its words, whether they read
+    mid-thought, when it was told, when its pause could end the turn at the soonest, and
+    when speech came back."""
 
     text: str
     mid_thought: bool
-    cpu_ms: float
     at_s: float
     earliest_end_s: float | None
     resumed_s: float | None = None  # the person went on: its request (if sent) was closed unread
@@ -100,7 +119,9 @@ class Pass:
 @dataclass
 class ClipRun:
     clip: Clip
-    passes: list[Pass] = field(default_factory=list)
+    passes: list[Pass] = field(default_factory=list)  # early finals told (EarlyTranscript)
+    decodes: int = 0  # final passes run: those told, and those begun in a pause ended sooner
+    decode_cpu_ms: float = 0.0
     cut_early: bool = False  # an incomplete turn ended in its mid-phrase pause
     ended_inside: bool = False  # a finished request ended before its last words (a hesitation)
 
@@ -116,11 +137,11 @@ class ClipRun:
         return bool(ended) and ended[-1].sent(gated, lead_s)
 
 
-def run_clip(clip: Clip, windows: Sequence[VadWindow], readings: Readings, early_final_ms: int,
+def run_clip(clip: Clip, windows: Sequence[VadWindow], readings: Readings, setting: Setting,
              endpoint: EndpointConfig) -> ClipRun:
     asr = BenchAsr(readings)
     listener = Listener(ReplayVad(windows), asr, endpoint=endpoint_settings(endpoint),
-                        early_final_ms=early_final_ms)
+                        early_final_ms=setting.final_ms, early_decode_ms=setting.decode_ms)
     listener.text_reader = PacedReader(asr, lambda: listener.now, 1.0)
     run = ClipRun(clip)
     for i in range(0, len(clip.audio), FRAME):
@@ -128,25 +149,26 @@ def run_clip(clip: Clip, windows: Sequence[VadWindow], readings: Readings, early
             if isinstance(event, EarlyTranscript):
                 result = event.result()
                 held = mid_thought(result.text, result.end_mark)
-                run.passes.append(Pass(result.text, held, asr.last_cpu_ms, event.t, event.earliest_end_s))
+                run.passes.append(Pass(result.text, held, event.t, event.earliest_end_s))
             elif isinstance(event, SpeechResumed) and run.passes:
                 run.passes[-1].resumed_s = event.t
             elif isinstance(event, SpeechStopped):
                 run.cut_early |= clip.pause_s is not None and event.detected < clip.pause_s[1]
                 run.ended_inside |= clip.label == "complete" and event.detected < clip.speech_end_s
+    run.decodes, run.decode_cpu_ms = asr.decodes, asr.decode_cpu_ms
     return run
 
 
-def row_counts(ms: int, runs: list[ClipRun]) -> tuple[str, int, int, list[int], list[int]]:
+def row_counts(setting: Setting, runs: list[ClipRun]) -> tuple[str, int, int, list[int], list[int]]:
     """A setting's row: its tag, turns, final passes, and requests sent and closed unread
     (without, with the gate)."""
-    tag = f"**{ms}** (shipped)" if ms == SHIPPED else str(ms)
+    tag = setting.tag
     sent = [sum(r.requests(g) for r in runs) for g in (False, True)]
     closed = [sum(r.closed(g) for r in runs) for g in (False, True)]
-    return tag, len(runs), sum(len(r.passes) for r in runs), sent, closed
+    return tag, len(runs), sum(r.decodes for r in runs), sent, closed
 
 
-def report(set_name: str, results: dict[int, list[ClipRun]]) -> None:
+def report(set_name: str, results: dict[Setting, list[ClipRun]]) -> None:
     first = next(iter(results.values()))
     kinds = [r.clip.kind for r in first]
     print(f"\n## {set_name} set: {len(first)} turns ({kinds.count('complete')} finished requests, "
@@ -158,9 +180,9 @@ def report(set_name: str, results: dict[int, list[ClipRun]]) -> None:
           "prepared: no gate / gate | ending on a particle: prepared, no gate / gate "
           "| broken-off turns cut early |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for ms, runs in results.items():
-        tag, n, passes, sent, closed = row_counts(ms, runs)
-        cpu = sum(p.cpu_ms for r in runs for p in r.passes) / n
+    for setting, runs in results.items():
+        tag, n, passes, sent, closed = row_counts(setting, runs)
+        cpu = sum(r.decode_cpu_ms for r in runs) / n
         done = [r for r in runs if r.clip.kind == "complete"]
         particle = [r for r in runs if r.clip.kind == "particle"]
         broken = [r for r in runs if r.clip.label != "complete"]
@@ -176,7 +198,7 @@ def report(set_name: str, results: dict[int, list[ClipRun]]) -> None:
               f"{100 * prepared_particle[1]:.1f} % | {100 * cut:.1f} % |")
 
 
-def report_hesitant(set_name: str, results: dict[int, list[ClipRun]]) -> None:
+def report_hesitant(set_name: str, results: dict[Setting, list[ClipRun]]) -> None:
     first = next(iter(results.values()))
     pauses = sum(len(r.clip.hesitations_s) for r in first)
     low, high = (round(1000 * v) for v in HESITATION_S)
@@ -186,9 +208,10 @@ def report_hesitant(set_name: str, results: dict[int, list[ClipRun]]) -> None:
           "| closed unread: no gate / gate | prepared at the end: no gate / gate "
           "| ended inside a hesitation |")
     print("|---|---|---|---|---|---|---|")
-    for ms, runs in results.items():
-        tag, n, passes, sent, closed = row_counts(ms, runs)
-        inside = sum(p.resumed for r in runs for p in r.passes)
+    for setting, runs in results.items():
+        tag, n, passes, sent, closed = row_counts(setting, runs)
+        # the decodes in a pause the person ended (told and taken back, or never told)
+        inside = sum(r.decodes - sum(not p.resumed for p in r.passes) for r in runs)
         prepared = [sum(r.prepared_at_end(g) for r in runs) / n for g in (False, True)]
         ended = sum(r.ended_inside for r in runs) / n
         print(f"| {tag} | {100 * passes / n:.0f} | {100 * inside / n:.0f} | {100 * sent[0] / n:.0f} / "
@@ -196,7 +219,8 @@ def report_hesitant(set_name: str, results: dict[int, list[ClipRun]]) -> None:
               f"{100 * prepared[0]:.1f} % / {100 * prepared[1]:.1f} % | {100 * ended:.1f} % |")
 
 
-def report_in_time(set_name: str, results: dict[str, dict[int, list[ClipRun]]], leads_ms: list[int]) -> None:
+def report_in_time(set_name: str, results: dict[str, dict[Setting, list[ClipRun]]],
+                   leads_ms: list[int]) -> None:
     """Requests sent in time (``[llm] speculate_margin_ms``), against at once, with the gate."""
     print(f"\n### {set_name} set, requests sent in time, with the gate: the request waits in the pause "
           f"until its first audio is due {1000 * MARGIN_S:.0f} ms before the pause can end the turn, for "
@@ -204,7 +228,7 @@ def report_in_time(set_name: str, results: dict[str, dict[int, list[ClipRun]]], 
     print("| turns | early_final_ms | agent's lead | requests sent | closed unread | prepared at the end |")
     print("|---|---|---|---|---|---|")
     for family, by_setting in results.items():
-        for ms, runs in by_setting.items():
+        for setting, runs in by_setting.items():
             n = len(runs)
             finished = [r for r in runs if r.clip.label == "complete"]
             for lead_ms in (None, *leads_ms):
@@ -212,7 +236,7 @@ def report_in_time(set_name: str, results: dict[str, dict[int, list[ClipRun]]], 
                 sent = sum(r.requests(True, lead) for r in runs)
                 closed = sum(r.closed(True, lead) for r in runs)
                 prepared = sum(r.prepared_at_end(True, lead) for r in finished) / max(1, len(finished))
-                tag = f"**{ms}** (shipped)" if ms == SHIPPED else str(ms)
+                tag = setting.tag
                 shown = "at once" if lead_ms is None else f"{lead_ms} ms"
                 print(f"| {family} | {tag} | {shown} | {100 * sent / n:.0f} | {100 * closed / n:.0f} | "
                       f"{100 * prepared:.1f} % |")
@@ -221,6 +245,8 @@ def report_in_time(set_name: str, results: dict[str, dict[int, list[ClipRun]]], 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--settings", default="50,100,200,300", help="early_final_ms values")
+    parser.add_argument("--early-decode-ms", default=str(SHIPPED_DECODE),
+                        help="early_decode_ms values, each run with every early_final_ms")
     parser.add_argument("--leads", default="400,600",
                         help="the agent's lead as the device estimates it, in ms (the longest of its last "
                              "replies from their start to their first audio), for the requests sent in "
@@ -229,7 +255,8 @@ def main() -> int:
                         help="[endpoint] end_silence_ms (default: the shipped value)")
     parser.add_argument("--quick", action="store_true", help="a few clips (smoke run)")
     args = parser.parse_args()
-    settings = [int(v) for v in args.settings.split(",")]
+    settings = [Setting(int(f), int(d)) for f in args.settings.split(",")
+                for d in args.early_decode_ms.split(",")]
     leads = [int(v) for v in args.leads.split(",")]
     endpoint = EndpointConfig(end_silence_ms=args.end_silence_ms)
     print(f"[endpoint] end_silence_ms = {endpoint.end_silence_ms}, "
@@ -244,15 +271,15 @@ def main() -> int:
         for set_name in ("tuning", "validation"):
             clips = make_clips(set_name, args.quick)
             windows = {c.key: vad_windows(vad, c.audio) for c in clips}
-            results = {ms: [run_clip(c, windows[c.key], readings, ms, endpoint) for c in clips]
-                       for ms in settings}
+            results = {s: [run_clip(c, windows[c.key], readings, s, endpoint) for c in clips]
+                       for s in settings}
             print(f"[{time.monotonic() - started:.0f} s] {set_name}: {len(clips)} clips, "
                   f"{len(readings.fresh_cpu_ms)} decodes so far", file=sys.stderr, flush=True)
             report(set_name, results)
             hesitant = make_hesitant_clips(set_name, args.quick)
             windows = {c.key: vad_windows(vad, c.audio) for c in hesitant}
-            with_hesitations = {ms: [run_clip(c, windows[c.key], readings, ms, endpoint) for c in hesitant]
-                                for ms in settings}
+            with_hesitations = {s: [run_clip(c, windows[c.key], readings, s, endpoint) for c in hesitant]
+                                for s in settings}
             report_hesitant(set_name, with_hesitations)
             report_in_time(set_name, {"the clips above": results, "with hesitations": with_hesitations},
                            leads)

@@ -149,7 +149,7 @@ CONFIGS: dict[str, tuple[str, float]] = {  # name: (turn_model, ms per word)
 }
 STAGES = ("endpoint", "asr_final", "request_sent", "first_text", "first_sentence", "first_audio",
           "first_played")
-# the speculation's chain: the early final pass began, its text was known, the request went out
+# the speculation's chain: the early final was told, its text was known, the request went out
 EARLY_MARKS = ("early_final", "early_text", "speculated")
 
 
@@ -468,10 +468,10 @@ def report(name: str, where: str, results: list[TurnResult], ms_per_word: float,
 def speculation_report(results: list[TurnResult], cpu_s: float | None) -> None:
     """Per set: turns whose reply was the speculative one, speculative requests sent and
     dropped (wasted), and for the used ones where the time before the request went (medians
-    in ms from the end of speech: the early final pass began, its text was known, the
+    in ms from the end of speech: the early final was told, its text was known, the
     request went out); the daemon's CPU per turn."""
     print("\n| set | turns | speculation used | speculative requests | dropped (wasted) | why dropped "
-          "| early final pass began | its text known | request out |")
+          "| early final told | its text known | request out |")
     print("|---|---|---|---|---|---|---|---|---|")
     for split in ("tuning", "validation"):
         rows = [r for r in results if r.split == split]

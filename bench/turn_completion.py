@@ -83,6 +83,7 @@ TEXT_CHECK_MS = (100, 200, 300)
 TEXT_THRESHOLDS = (0.5, 0.7, 0.9)
 TEXT_FALLBACK_MS = (600, 1000, 2000)
 EARLY_FINAL_MS = AsrConfig().early_final_ms
+EARLY_DECODE_MS = AsrConfig().early_decode_ms
 PI4_FACTOR = 4.0  # a Pi 4 is 3-5x slower per core than this machine
 
 
@@ -181,7 +182,8 @@ def run_clip(clip: Clip, windows: Sequence[VadWindow], settings: EndpointSetting
     judge: PacedJudge | None = None
     reader: PacedReader | None = None
     asr = BenchAsr(readings) if readings is not None and settings.hold_silence_ms else None
-    listener = Listener(ReplayVad(windows), asr, endpoint=settings, early_final_ms=EARLY_FINAL_MS)
+    listener = Listener(ReplayVad(windows), asr, endpoint=settings, early_final_ms=EARLY_FINAL_MS,
+                        early_decode_ms=EARLY_DECODE_MS)
     if asr is not None:
         reader = PacedReader(asr, lambda: listener.now, factor)
         listener.text_reader = reader
@@ -304,7 +306,8 @@ def main() -> int:
         clips = {s: make_clips(s, args.quick) for s in ("tuning", "validation")}
         windows = {c.key: vad_windows(vad, c.audio) for cs in clips.values() for c in cs}
         log(f"{sum(map(len, clips.values()))} clips ({engine.model_name}, {engine.backend}), VAD done")
-        report: dict[str, Any] = {"seed": SEED, "asr": engine.model_name, "early_final_ms": EARLY_FINAL_MS}
+        report: dict[str, Any] = {"seed": SEED, "asr": engine.model_name, "early_final_ms": EARLY_FINAL_MS,
+                                  "early_decode_ms": EARLY_DECODE_MS}
         core = {s: [c for c in cs if c.kind != "particle"] for s, cs in clips.items()}
 
         def run(set_name: str, settings: EndpointSettings, factor: float = 1.0, frame: int = FRAME,

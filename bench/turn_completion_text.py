@@ -94,6 +94,8 @@ class BenchAsr(AsrEngine):
         super().__init__(model_name=readings.engine.model_name, language="en")
         self.readings = readings
         self.last_cpu_ms = 0.0
+        self.decodes = 0  # early finals decoded (finish_soon), and their CPU
+        self.decode_cpu_ms = 0.0
 
     @property
     def grammar(self) -> tuple[str, ...]:
@@ -121,7 +123,10 @@ class _BenchSession(AsrSession):
 
     def finish_soon(self) -> Callable[[], AsrResult]:
         audio = np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.int16)
-        result, self._engine.last_cpu_ms = self._engine.readings.read(audio)
+        engine = self._engine
+        result, engine.last_cpu_ms = engine.readings.read(audio)
+        engine.decodes += 1
+        engine.decode_cpu_ms += engine.last_cpu_ms
         return lambda: result
 
     def cancel(self) -> None:

@@ -86,7 +86,8 @@ class TurnDiscarded:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class EarlyTranscript:
-    """The early final pass began at ``t``: ``result()`` is the turn's transcript should it end
+    """The early final was told at ``t`` (the pause reached ``early_final_ms``; its decode may
+    have begun sooner, at ``early_decode_ms``): ``result()`` is the turn's transcript should it end
     now (it may wait for the engine's own thread: call it off the front end's). Not
     published: the runtime may prepare a reply on it (device/runtime/speculation.py).
     ``text_hold``: words that read mid-thought keep this pause open ``hold_silence_ms``.

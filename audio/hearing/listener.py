@@ -31,7 +31,10 @@ so the transcript is ready the moment the turn ends instead of a final pass late
 the person goes on, a new session takes the audio from shortly before the speech came
 back, and the turn's transcript joins the pieces (word times on the one audio clock);
 one that ``hears_whole_turn`` (Moonshine) takes the whole turn again instead. Phrase
-grammars are matched whole, so there the final pass waits for the turn's end.
+grammars are matched whole, so there the final pass waits for the turn's end. With
+``early_decode_ms`` (under ``early_final_ms``) the pass starts that far into the pause and its
+words are still told (``EarlyTranscript``) at ``early_final_ms``: its time is off the path
+to the reply, and a pause that ends in between tells nothing (and takes nothing back).
 
 Turn model (``turn_judge``): when the endpointer asks (a pause of ``turn_check_ms``), the
 turn's last 8 s go to the judge, which scores them on its own thread; its answers are
@@ -108,6 +111,7 @@ class Listener:
         follow_up_s: float = 0.0,
         streaming: bool = True,
         early_final_ms: float = 100.0,
+        early_decode_ms: float = 0.0,
         wake_timeout_s: float = 5.0,
         wake_settle_ms: float = 300.0,
         origin_s: float = 0.0,
@@ -126,6 +130,7 @@ class Listener:
         self.follow_up_s = follow_up_s
         self.streaming = streaming
         self.early_final_ms = early_final_ms
+        self.early_decode_ms = early_decode_ms
         self.wake_timeout_s = wake_timeout_s
         self.wake_settle_ms = wake_settle_ms
         self.origin_s = origin_s
@@ -146,6 +151,8 @@ class Listener:
         # final decoded on the engine's own thread is only waited for at the turn's end.
         self._pieces: list[tuple[Callable[[], AsrResult], int]] = []
         self._paused_from = 0
+        # the early final's decode began in this pause and its words were not handed over yet
+        self._early_unannounced = False
         self._follow_up_until: float | None = None
         self._wake_word_waived = False
         self._enabled = True
@@ -325,6 +332,7 @@ class Listener:
         self._forget_turn()
 
     def _forget_turn(self) -> None:
+        self._early_unannounced = False
         self._turn_fed = 0
         self._session_at = 0
         self._pieces = []
@@ -353,10 +361,14 @@ class Listener:
             if isinstance(event, TurnEnd):
                 self._end(event, events)
                 ended = True
-        if not ended and (self._early_final_due() or (asked and self._early_final_possible())):
+        if ended:
+            return
+        if self._early_decode_due() or (asked and self._early_final_possible()):
             # Asked the model: it may end the turn as soon as it answers, so the final
             # pass starts now too, or it would start only then and be on the path.
-            self._finish_early(events)
+            self._decode_early()
+        if self._early_unannounced and (asked or self.endpointer.pause_ms >= self.early_final_ms):
+            self._announce_early(events)
 
     def _accept(self, audio: Pcm, events: list[HearingEvent]) -> None:
         """Turn audio to the recognizer, unless :attr:`hold_recognition` keeps it: while
@@ -388,18 +400,32 @@ class Listener:
         return (self._session is not None and self.early_final_ms > 0 and self.asr is not None
                 and not self.asr.grammar and not self.hold_recognition)
 
-    def _early_final_due(self) -> bool:
-        return self._early_final_possible() and self.endpointer.pause_ms >= self.early_final_ms
+    def _early_decode_due(self) -> bool:
+        """The pause reached ``early_decode_ms`` (``early_final_ms`` when that is sooner or
+        the decode-ahead is off): the early final's decode starts."""
+        start_ms = self.early_final_ms
+        if 0 < self.early_decode_ms < start_ms:
+            start_ms = self.early_decode_ms
+        return self._early_final_possible() and self.endpointer.pause_ms >= start_ms
 
-    def _finish_early(self, events: list[HearingEvent]) -> None:
-        """The speech has paused ``early_final_ms``: run the final pass now, while the
-        turn's closing silence runs, and keep the result for the turn's end."""
+    def _decode_early(self) -> None:
+        """Run the final pass now, while the turn's closing silence runs, and keep the
+        result for the turn's end. Its words are handed over (:meth:`_announce_early`) once
+        the pause reaches ``early_final_ms``: starting the decode sooner takes its time off
+        the path to the reply without sending the agent a request on every shorter pause
+        (a pause the person ends before then costs only the decode)."""
         assert self._session is not None
         self._feed_held()
         self._pieces.append((self._session.finish_soon(), self._session_at))
         self._session = None
+        self._paused_from = self._turn_fed - self.endpointer.settings.samples(self.endpointer.pause_ms)
+        self._early_unannounced = True
+
+    def _announce_early(self, events: list[HearingEvent]) -> None:
+        """The pause reached ``early_final_ms`` (or the model was asked): hand over what the
+        turn says if it ends now (:class:`EarlyTranscript`), and start the text hold."""
+        self._early_unannounced = False
         settings, pause_ms = self.endpointer.settings, self.endpointer.pause_ms
-        self._paused_from = self._turn_fed - settings.samples(pause_ms)  # the pause's start
         assert self.asr is not None
         # what the turn says if no speech follows (read off this thread: a copy)
         transcript, hold = self._later_result(), settings.hold_silence_ms > 0
@@ -407,7 +433,7 @@ class Listener:
         soonest_ms = settings.end_silence_ms
         if self.turn_judge is not None and settings.turn_check_ms > 0:
             soonest_ms = min(settings.turn_check_ms, soonest_ms)
-        paused_s = self.now - pause_ms / 1000.0  # the same start, on the audio clock
+        paused_s = self.now - pause_ms / 1000.0  # the pause's start, on the audio clock
         events.append(EarlyTranscript(self.now, transcript, hold, paused_s + soonest_ms / 1000.0))
         if hold:
             pause = self.endpointer.pause
@@ -428,7 +454,10 @@ class Listener:
         tail = self.endpointer.turn_tail(max(new_samples, pre_roll))
         self._session = self.asr.start()
         self._session_at = self._turn_fed - len(tail)
-        events.append(SpeechResumed(self.now))
+        if self._early_unannounced:  # nothing was handed over: nothing to take back
+            self._early_unannounced = False
+        else:
+            events.append(SpeechResumed(self.now))
         self._accept(tail, events)
 
     def _later_result(self) -> Callable[[], AsrResult]:

@@ -215,6 +215,7 @@ def build_listener(config: Config, *, asr: AsrEngine | None = None, origin_s: fl
         follow_up_s=listen.follow_up_s,
         streaming=config.asr.streaming,
         early_final_ms=config.asr.early_final_ms,
+        early_decode_ms=config.asr.early_decode_ms,
         wake_timeout_s=listen.wake_timeout_s,
         origin_s=origin_s,
         turn_judge=build_turn_judge(config.endpoint, models_dir),

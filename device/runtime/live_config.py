@@ -206,6 +206,7 @@ def _listener(daemon: Daemon, old: Config, new: Config) -> None:
         button_mode=ButtonMode(new.listen.button_mode),
         low_confidence=new.asr.low_confidence,
         early_final_ms=new.asr.early_final_ms,
+        early_decode_ms=new.asr.early_decode_ms,
     ))
     if old.asr.streaming != new.asr.streaming:
         conversation.front.control(partial(_set_streaming, conversation.front.control, new.asr.streaming))
@@ -223,7 +224,7 @@ def _barge_in(daemon: Daemon, old: Config, new: Config) -> None:
 def _set_listener(listener: Listener, *, threshold: float, release_threshold: float,
                   energy_margin_db: float, idle_gate_db: float, endpoint: EndpointSettings,
                   wake_timeout_s: float, follow_up_s: float, button_mode: ButtonMode,
-                  low_confidence: float, early_final_ms: int) -> list[HearingEvent]:
+                  low_confidence: float, early_final_ms: int, early_decode_ms: int) -> list[HearingEvent]:
     vad = listener.vad
     vad.gate.threshold, vad.gate.release_threshold = threshold, release_threshold
     if isinstance(vad.engine, EnergyVad):
@@ -241,6 +242,7 @@ def _set_listener(listener: Listener, *, threshold: float, release_threshold: fl
     if listener.asr is not None:
         listener.asr.low_confidence = low_confidence
     listener.early_final_ms = early_final_ms
+    listener.early_decode_ms = early_decode_ms
     return []
 
 
@@ -306,7 +308,8 @@ def _table() -> dict[str, tuple[Applier, ...]]:
                      "vad.idle_gate_db", "endpoint.min_speech_ms", "endpoint.end_silence_ms",
                      "endpoint.hold_silence_ms", "endpoint.max_turn_s", "endpoint.pre_roll_ms",
                      "listen.wake_timeout_s", "listen.follow_up_s", "listen.button_mode",
-                     "asr.low_confidence", "asr.early_final_ms", "asr.streaming")),
+                     "asr.low_confidence", "asr.early_final_ms", "asr.early_decode_ms",
+                     "asr.streaming")),
         (_barge_in, tuple(f"barge_in.{f.name}" for f in dataclasses.fields(BargeInConfig)
                           if not ((check := check_of(f)) is not None and check.restart))),
     ]

@@ -19,7 +19,7 @@ class Mark(StrEnum):
     ASR_FINAL = "asr_final"
     RETRIEVED = "retrieved"  # the knowledge base was looked up
     REQUEST_SENT = "request_sent"
-    EARLY_FINAL = "early_final"  # the early final pass began (the pause reached early_final_ms)
+    EARLY_FINAL = "early_final"  # the early final was told (the pause reached early_final_ms)
     EARLY_TEXT = "early_text"  # ... and its text was known (the last attempt's, both)
     SPECULATED = "speculated"  # a reply was prepared on the early final (the last attempt's)
     FIRST_TEXT = "first_text"

@@ -187,7 +187,9 @@ async def test_words_that_read_mid_thought_send_nothing_ahead(tmp_path: Path) ->
     async with paced_agent(Pacing(ms_per_word=20), default_reply=REPLY) as (url, state):
         device, metrics = await one_turn(tmp_path, [*openai(url, "auto")], say)
     (final,) = device.of(EventType.TRANSCRIPT_USER)
-    assert normalise(str(final.data["text"])).endswith("ten minutes"), final.data
+    # the turn holds the words after the pause (Moonshine may add a word of its own at the end:
+    # "... ten minutes so", with the decode begun 64 ms into the pause)
+    assert "ten minutes" in normalise(str(final.data["text"])), final.data
     # one request, the whole turn's: prepared in its closing silence, and played
     assert [normalise(t) for t in asked(state)] == [normalise(str(final.data["text"]))]
     assert metrics["speculations"] == 1 and metrics["speculation"] == "used"

@@ -165,6 +165,15 @@ class AsrConfig:
         "Keep it below endpoint.end_silence_ms. 0: the final pass runs at the turn's end.",
         minimum=0, maximum=10000,
     )
+    early_decode_ms: int = setting(
+        64, "Start the early final's decode once the speech has paused this long, before "
+        "early_final_ms: its words (and with llm.speculate the agent request) still wait for "
+        "early_final_ms, but the decode's time is off the path to the reply (smart-turn's "
+        "first sound ~485 -> ~450 ms here). A pause the person ends in between costs only the "
+        "decode (~17 more per 100 turns; docs/hearing.md, 'Early final'). 0, or at least "
+        "early_final_ms: the decode starts at early_final_ms.",
+        minimum=0, maximum=10000,
+    )
     partial_interval_ms: int = setting(
         500, "Moonshine (not a streaming engine): re-decode the turn so far for a partial "
         "transcript at most this often, in ms of new audio (one decode at a time, on its own "
