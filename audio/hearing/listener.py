@@ -32,10 +32,9 @@ the person goes on, a new session takes the audio from shortly before the speech
 back, and the turn's transcript joins the pieces (word times on the one audio clock);
 one that ``hears_whole_turn`` (Moonshine) takes the whole turn again instead. Phrase
 grammars are matched whole, so there the final pass waits for the turn's end. With
-``early_decode_ms`` (under ``early_final_ms``) and a recognizer that ``hears_whole_turn`` the
-pass starts that far into the pause and its words are still told (``EarlyTranscript``) at
-``early_final_ms``: its time is off the path to the reply, and a pause that ends in between
-tells nothing (and takes nothing back).
+``early_decode_ms`` (under ``early_final_ms``) the pass starts that far into the pause and its
+words are still told (``EarlyTranscript``) at ``early_final_ms``: its time is off the path
+to the reply, and a pause that ends in between tells nothing (and takes nothing back).
 
 Turn model (``turn_judge``): when the endpointer asks (a pause of ``turn_check_ms``), the
 turn's last 8 s go to the judge, which scores them on its own thread; its answers are
@@ -402,13 +401,10 @@ class Listener:
                 and not self.asr.grammar and not self.hold_recognition)
 
     def _early_decode_due(self) -> bool:
-        """The pause reached ``early_decode_ms`` (``early_final_ms`` when that is sooner, the
-        decode-ahead is off, or the recognizer streams): the early final's decode starts.
-        Only a recognizer that hears the whole turn again after a pause (Moonshine) decodes
-        ahead: there a pause the person ends costs the decode alone, where a streaming one
-        (vosk, pocketsphinx) would keep the turn in pieces split at every such short pause."""
+        """The pause reached ``early_decode_ms`` (``early_final_ms`` when that is sooner or
+        the decode-ahead is off): the early final's decode starts."""
         start_ms = self.early_final_ms
-        if 0 < self.early_decode_ms < start_ms and self.asr is not None and self.asr.hears_whole_turn:
+        if 0 < self.early_decode_ms < start_ms:
             start_ms = self.early_decode_ms
         return self._early_final_possible() and self.endpointer.pause_ms >= start_ms
 

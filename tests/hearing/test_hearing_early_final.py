@@ -216,38 +216,16 @@ def test_the_early_transcript_says_when_its_pause_can_end_the_turn_at_the_soones
     assert stop.detected == pytest.approx(stop.t + 0.6, abs=0.011)
 
 
-
-class WholeTurnPocketsphinx(RecordingPocketsphinx):
-    """The real engine, heard as Moonshine is: after a pause its new session takes the whole
-    turn again (so a pause the person ends costs a decode, not a split), which is when the
-    listener decodes ahead of early_final_ms."""
-
-    hears_whole_turn = True
-
-
-@pytest.fixture(scope="module")
-def whole_engine() -> Iterator[WholeTurnPocketsphinx]:
-    asr = WholeTurnPocketsphinx(resolve_model("pocketsphinx-en-us", ModelKind.ASR).path)
-    yield asr
-    asr.close()
-
-
-@pytest.fixture
-def whole(whole_engine: WholeTurnPocketsphinx) -> WholeTurnPocketsphinx:
-    whole_engine.finished.clear()
-    return whole_engine
-
-
 def test_the_decode_starts_at_early_decode_ms_and_its_words_are_told_at_early_final_ms(
-        whole: WholeTurnPocketsphinx) -> None:
+        asr: RecordingPocketsphinx) -> None:
     # the decode's time comes off the path to the reply; the request (told) waits as before
     speech = piper_speech("What is the weather like tomorrow?")
     scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 1.5, snr_db=40.0, seed=3)
-    told_at_300 = listen(whole, scene.audio, early_final_ms=300)
-    (late_pass,) = whole.finished
-    whole.finished.clear()
-    events = heard(silero_listener(whole, early_final_ms=300, early_decode_ms=100), scene.audio)
-    (early_pass,) = whole.finished
+    told_at_300 = listen(asr, scene.audio, early_final_ms=300)
+    (late_pass,) = asr.finished
+    asr.finished.clear()
+    events = heard(silero_listener(asr, early_final_ms=300, early_decode_ms=100), scene.audio)
+    (early_pass,) = asr.finished
     stop = stopped(events)
     assert early_pass.audio_s == pytest.approx(stop.t - stop.audio_start + 0.1, abs=0.04)
     assert late_pass.audio_s - early_pass.audio_s == pytest.approx(0.2, abs=0.04)
@@ -257,29 +235,18 @@ def test_the_decode_starts_at_early_decode_ms_and_its_words_are_told_at_early_fi
     assert told.result().text == one_final(events).text == one_final(told_at_300).text != ""
 
 
-def test_a_pause_the_person_ends_before_early_final_ms_tells_nothing(whole: WholeTurnPocketsphinx) -> None:
+def test_a_pause_the_person_ends_before_early_final_ms_tells_nothing(asr: RecordingPocketsphinx) -> None:
     # the decode ran, but no words were handed over, so none are taken back (no request
-    # was sent on them); the turn is heard whole again after the pause
+    # was sent on them); the turn still reads whole
     first, second = piper_speech("Tell me a story about a dragon."), piper_speech("What is the time?")
     resume_at = 0.8 + len(first) / SAMPLE_RATE + 0.25
     scene = place([(0.8, first), (resume_at, second)], resume_at + len(second) / SAMPLE_RATE + 1.5,
                   snr_db=40.0, seed=5)
-    events = heard(silero_listener(whole, early_final_ms=300, early_decode_ms=64), scene.audio)
-    before, turn = whole.finished  # the decode in the short pause, and the whole turn's
-    assert not before.empty and turn.text.startswith(before.text + " ")
-    assert one_final(events).text == turn.text
+    events = heard(silero_listener(asr, early_final_ms=300, early_decode_ms=64), scene.audio)
+    before, after = asr.finished  # the decode in the short pause, and the rest
+    assert not before.empty and not after.empty
+    assert one_final(events).text == f"{before.text} {after.text}"
     told = [e for e in events if isinstance(e, EarlyTranscript | SpeechResumed)]
     assert [type(e) for e in told] == [EarlyTranscript]
-    assert isinstance(told[0], EarlyTranscript) and told[0].result().text == turn.text
+    assert isinstance(told[0], EarlyTranscript) and told[0].result().text == one_final(events).text
     assert told[0].t > scene.spans[1][1]
-
-
-def test_a_streaming_recognizer_does_not_decode_ahead(asr: RecordingPocketsphinx) -> None:
-    # it would keep the turn in pieces split at every short pause the person ends
-    assert not asr.hears_whole_turn
-    speech = piper_speech("What is the weather like tomorrow?")
-    scene = place([(0.8, speech)], 0.8 + len(speech) / SAMPLE_RATE + 1.5, snr_db=40.0, seed=3)
-    events = heard(silero_listener(asr, early_final_ms=300, early_decode_ms=100), scene.audio)
-    (only,) = asr.finished
-    stop = stopped(events)
-    assert only.audio_s == pytest.approx(stop.t - stop.audio_start + 0.3, abs=0.04)

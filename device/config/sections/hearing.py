@@ -170,10 +170,8 @@ class AsrConfig:
         "early_final_ms: its words (and with llm.speculate the agent request) still wait for "
         "early_final_ms, but the decode's time is off the path to the reply (smart-turn's "
         "first sound ~485 -> ~450 ms here). A pause the person ends in between costs only the "
-        "decode (~17 more per 100 turns; docs/hearing.md, 'Early final'). Moonshine only: a "
-        "streaming recognizer (vosk, pocketsphinx) would keep the turn in pieces split at each "
-        "such pause, so it decodes at early_final_ms. 0, or at least early_final_ms: the decode "
-        "starts at early_final_ms.",
+        "decode (~17 more per 100 turns; docs/hearing.md, 'Early final'). 0, or at least "
+        "early_final_ms: the decode starts at early_final_ms.",
         minimum=0, maximum=10000,
     )
     partial_interval_ms: int = setting(
