@@ -70,6 +70,7 @@ from edgevoice.device.runtime.turns import ConversationSettings
 
 SHIPPED = AsrConfig().early_final_ms
 SHIPPED_DECODE = AsrConfig().early_decode_ms
+MARGIN_S = ConversationSettings().speculate_margin_ms / 1000.0  # the shipped [llm] speculate_margin_ms
 
 
 class Setting(NamedTuple):
@@ -83,7 +84,6 @@ class Setting(NamedTuple):
         ahead = f", decode at {self.decode_ms}" if 0 < self.decode_ms < self.final_ms else ""
         shipped = self.final_ms == SHIPPED and self.decode_ms == SHIPPED_DECODE
         return f"**{self.final_ms}{ahead}** (shipped)" if shipped else f"{self.final_ms}{ahead}"
-MARGIN_S = ConversationSettings().speculate_margin_ms / 1000.0  # the shipped [llm] speculate_margin_ms
 
 
 @dataclass
