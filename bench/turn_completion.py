@@ -84,6 +84,7 @@ TEXT_THRESHOLDS = (0.5, 0.7, 0.9)
 TEXT_FALLBACK_MS = (600, 1000, 2000)
 EARLY_FINAL_MS = AsrConfig().early_final_ms
 EARLY_DECODE_MS = AsrConfig().early_decode_ms
+TURN_ASK_AHEAD_MS = EndpointConfig().turn_ask_ahead_ms
 PI4_FACTOR = 4.0  # a Pi 4 is 3-5x slower per core than this machine
 
 
@@ -178,18 +179,16 @@ class Outcome:
 
 def run_clip(clip: Clip, windows: Sequence[VadWindow], settings: EndpointSettings,
              decisions: Decisions | None, *, factor: float = 1.0, frame: int = FRAME,
-             readings: Readings | None = None) -> Outcome:
-    judge: PacedJudge | None = None
+             readings: Readings | None = None, ask_ahead_ms: int = TURN_ASK_AHEAD_MS) -> Outcome:
     reader: PacedReader | None = None
     asr = BenchAsr(readings) if readings is not None and settings.hold_silence_ms else None
+    judge = (PacedJudge(decisions, lambda: listener.now, factor)
+             if decisions is not None and settings.turn_check_ms else None)
     listener = Listener(ReplayVad(windows), asr, endpoint=settings, early_final_ms=EARLY_FINAL_MS,
-                        early_decode_ms=EARLY_DECODE_MS)
+                        early_decode_ms=EARLY_DECODE_MS, turn_judge=judge, turn_ask_ahead_ms=ask_ahead_ms)
     if asr is not None:
         reader = PacedReader(asr, lambda: listener.now, factor)
         listener.text_reader = reader
-    if decisions is not None and settings.turn_check_ms:
-        judge = PacedJudge(decisions, lambda: listener.now, factor)
-        listener.turn_judge = judge
     ends: list[SpeechStopped] = []
     for i in range(0, len(clip.audio), frame):
         ends.extend(e for e in listener.process(clip.audio[i:i + frame]) if isinstance(e, SpeechStopped))
@@ -307,7 +306,7 @@ def main() -> int:
         windows = {c.key: vad_windows(vad, c.audio) for cs in clips.values() for c in cs}
         log(f"{sum(map(len, clips.values()))} clips ({engine.model_name}, {engine.backend}), VAD done")
         report: dict[str, Any] = {"seed": SEED, "asr": engine.model_name, "early_final_ms": EARLY_FINAL_MS,
-                                  "early_decode_ms": EARLY_DECODE_MS}
+                                  "early_decode_ms": EARLY_DECODE_MS, "turn_ask_ahead_ms": TURN_ASK_AHEAD_MS}
         core = {s: [c for c in cs if c.kind != "particle"] for s, cs in clips.items()}
 
         def run(set_name: str, settings: EndpointSettings, factor: float = 1.0, frame: int = FRAME,

@@ -86,6 +86,7 @@ from edgevoice.audio.hearing.events import (
 )
 from edgevoice.audio.hearing.modes import ButtonMode, ListenMode
 from edgevoice.audio.hearing.text_reader import TextReader, TextWorker
+from edgevoice.audio.hearing.turn_ahead import AskAhead
 from edgevoice.audio.hearing.turn_model import WINDOW_SAMPLES, TurnJudge
 from edgevoice.audio.hearing.vad import VoiceActivity
 from edgevoice.audio.hearing.wakeword import WakeWordDetection, WakeWordDetector
@@ -116,6 +117,7 @@ class Listener:
         wake_settle_ms: float = 300.0,
         origin_s: float = 0.0,
         turn_judge: TurnJudge | None = None,
+        turn_ask_ahead_ms: int = 0,
         text_reader: TextReader | None = None,
         owns_asr: bool = False,
     ) -> None:
@@ -135,6 +137,9 @@ class Listener:
         self.wake_settle_ms = wake_settle_ms
         self.origin_s = origin_s
         self.turn_judge = turn_judge
+        # asks the model before its check, on the pause padded to the check's length
+        self._ahead = AskAhead(turn_judge, turn_ask_ahead_ms) if turn_judge is not None else None
+        self._window_samples = 512  # the VAD's window, as last seen (where the check falls)
         # True: a turn's end does not wait for its final pass (FinalPending); the daemon's
         # front-end thread sets it, so it goes on hearing while the recognizer finishes.
         self.defer_final = False
@@ -211,10 +216,14 @@ class Listener:
         events: list[HearingEvent] = []
         if self.turn_judge is not None:
             for verdict in self.turn_judge.verdicts():
-                self._handle(self.endpointer.verdict(verdict.ticket, verdict.probability), events)
+                if verdict.ticket >= 0:
+                    self._handle(self.endpointer.verdict(verdict.ticket, verdict.probability), events)
+                elif self._ahead is not None and (taken := self._ahead.answered(verdict)) is not None:
+                    self._handle(self.endpointer.verdict(*taken), events)
         for reading in self.text_reader.verdicts():
             self._handle(self.endpointer.text_verdict(reading.pause, reading.mid_thought), events)
         for window in self.vad.process(pcm, heard):
+            self._window_samples = len(window.pcm)
             self._update_auto_start()
             self._handle(self.endpointer.push(window.turn_audio, window.speech), events)
         if self.wakeword is not None:
@@ -352,9 +361,13 @@ class Listener:
                 self._resume(len(audio), events)
             elif self._session is not None:
                 self._accept(audio, events)
-        asked = False
+        asked, answer = False, None
         if step.check is not None and self.turn_judge is not None:
-            self.turn_judge.ask(step.check.ticket, self.endpointer.turn_tail(WINDOW_SAMPLES))
+            ahead = False
+            if self._ahead is not None:
+                ahead, answer = self._ahead.at_check(self.endpointer, step.check.ticket)
+            if not ahead:
+                self.turn_judge.ask(step.check.ticket, self.endpointer.turn_tail(WINDOW_SAMPLES))
             asked = True
         ended = False
         for event in step.events:
@@ -369,6 +382,10 @@ class Listener:
             self._decode_early()
         if self._early_unannounced and (asked or self.endpointer.pause_ms >= self.early_final_ms):
             self._announce_early(events)
+        if self._ahead is not None:
+            self._ahead.step(self.endpointer, self._window_samples)
+        if answer is not None and step.check is not None:  # asked ahead, answered by the check
+            self._handle(self.endpointer.verdict(step.check.ticket, answer), events)
 
     def _accept(self, audio: Pcm, events: list[HearingEvent]) -> None:
         """Turn audio to the recognizer, unless :attr:`hold_recognition` keeps it: while

@@ -219,5 +219,6 @@ def build_listener(config: Config, *, asr: AsrEngine | None = None, origin_s: fl
         wake_timeout_s=listen.wake_timeout_s,
         origin_s=origin_s,
         turn_judge=build_turn_judge(config.endpoint, models_dir),
+        turn_ask_ahead_ms=config.endpoint.turn_ask_ahead_ms,
         owns_asr=asr is None,
     )

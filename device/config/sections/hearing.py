@@ -76,6 +76,14 @@ class EndpointConfig:
         0.5, "With a turn model: P(complete) at or over which the pause ends the turn.",
         minimum=0.0, maximum=1.0, restart=True,
     )
+    turn_ask_ahead_ms: int = setting(
+        100, "With a turn model: ask it once the pause has lasted this long, on the pause's audio "
+        "with silence added up to turn_check_ms, so its answer is in when the check "
+        "comes (the decision still falls at turn_check_ms). A pause the person ends in between "
+        "costs one decision. 0, or at least turn_check_ms: ask at turn_check_ms "
+        "(docs/hearing.md, 'Asking ahead').",
+        minimum=0, maximum=5000, restart=True,
+    )
     hold_silence_ms: int = setting(
         1600, "Text hold: the recognizer's early final (asr.early_final_ms, or the turn model's "
         "ask) is read, and a pause whose words cannot end an English sentence (a trailing "
