@@ -13,7 +13,9 @@ decides as before. If the person speaks again first, the pause is over and the a
 for nothing: one decision spent, as a check on a pause that then ended would spend it.
 
 The ahead tickets are negative, so they never meet the endpointer's own (positive) ones on
-the judge's thread."""
+the judge's thread. Off by default (``[endpoint] turn_ask_ahead_ms = 0``): an answer in
+sooner ends sooner the pauses a person would have broken within the time it used to take
+(docs/hearing.md, "Asking ahead")."""
 
 from __future__ import annotations
 

@@ -77,11 +77,12 @@ class EndpointConfig:
         minimum=0.0, maximum=1.0, restart=True,
     )
     turn_ask_ahead_ms: int = setting(
-        100, "With a turn model: ask it once the pause has lasted this long, on the pause's audio "
-        "with silence added up to turn_check_ms, so its answer is in when the check "
-        "comes (the decision still falls at turn_check_ms). A pause the person ends in between "
-        "costs one decision. 0, or at least turn_check_ms: ask at turn_check_ms "
-        "(docs/hearing.md, 'Asking ahead').",
+        0, "With a turn model: ask it once the pause has lasted this long, on the pause's audio "
+        "with silence added up to turn_check_ms, so its answer is in when the check comes (the "
+        "decision still falls at turn_check_ms): at 100, ~45 ms off the end of turn and ~40 off "
+        "the first sound, for 2.5-3.2 more broken-off turns in 100 cut early (docs/hearing.md, "
+        "'Asking ahead'). A pause the person ends in between costs one decision. 0, or at least "
+        "turn_check_ms: ask at turn_check_ms.",
         minimum=0, maximum=5000, restart=True,
     )
     hold_silence_ms: int = setting(
