@@ -2,7 +2,7 @@
 
     ./dev bench heard_latency [--configs off-20,off-50,smart-20,smart-50] [--lines N]
                               [--shape sse|text|openai] [--alsa CONFIG] [--set KEY=VALUE]
-                              [--speculate off,on]
+                              [--speculate off,on] [--repeat N]
 
 The whole daemon runs at 1x in the simulated room (bench/voice_to_voice.py's settings:
 echo -10 dB after 20 ms, RT60 0.25 s), with pocketsphinx and the bundled piper voice, and
@@ -39,6 +39,10 @@ not, and its work is the same either way), so the cost of the dropped ones shows
 (alsa-lib's ``file`` plugin, bench/realtime_conversation.py's machinery): there the lines
 are placed in the capture stream in advance, the first sample is the daemon's own
 ``first_played`` mark (its audio clock and output latency), not a recording.
+
+``--repeat N`` runs each configuration N times, each on a fresh daemon, and reports the
+medians over all their turns: one run's median moves by tens of milliseconds from run to run
+(docs/speaking.md), which is the size of what is being tuned.
 """
 
 from __future__ import annotations
@@ -309,7 +313,7 @@ async def run_room(name: str, lines: tuple[tuple[str, str, str], ...], voices: d
                     result.gaps_ms = inserted_gaps_ms(reply_segments(daemon, utterance))
                 results.append(result)
         finally:
-            CPU_S[name] = time.process_time() - cpu_start
+            CPU_S[name] = CPU_S.get(name, 0.0) + time.process_time() - cpu_start  # over --repeat runs
             await stop(daemon, runner)
         speaker, _ = read_wav(Path(tmp) / "speaker.wav")
     for result in results:
@@ -513,6 +517,9 @@ async def main() -> None:
     parser.add_argument("--lines", type=int, default=12, help="lines per set (tuning and validation)")
     parser.add_argument("--shape", choices=("sse", "text", "openai"), default="sse")
     parser.add_argument("--alsa", default="", help="also run this configuration on FIFO-paced ALSA PCMs")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each configuration this many times, each on a fresh daemon, and report "
+                             "the medians over all their turns (one run's median moves by tens of ms)")
     parser.add_argument("--per-turn", action="store_true", help="print every turn")
     parser.add_argument("--json", default="", help="write every turn's figures here")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
@@ -535,11 +542,13 @@ async def main() -> None:
             runs.append((args.alsa, "FIFO-paced ALSA PCMs", speculate[0]))
         for name, where, spec in runs:
             extra = [*args.set, spec] if spec else list(args.set)
-            if where.startswith("FIFO"):
-                chosen = tuple(line for line in lines if line[0] == "validation")
-                results = await run_alsa(name, chosen, voices, agent=agent, state=state, extra=extra)
-            else:
-                results = await run_room(name, lines, voices, agent=agent, state=state, extra=extra)
+            results: list[TurnResult] = []
+            for _ in range(max(1, args.repeat)):
+                if where.startswith("FIFO"):
+                    chosen = tuple(line for line in lines if line[0] == "validation")
+                    results += await run_alsa(name, chosen, voices, agent=agent, state=state, extra=extra)
+                else:
+                    results += await run_room(name, lines, voices, agent=agent, state=state, extra=extra)
             loaded = load_config(None, [*BASE, *extra], search_paths=[])
             await asyncio.to_thread(floors, results, voices, loaded.config.tts)
             turn_model, ms_per_word = CONFIGS[name]
