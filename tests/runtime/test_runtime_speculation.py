@@ -39,7 +39,12 @@ PAUSE_S = 0.45  # past [asr] early_final_ms (100; 300 would do too), short of en
 LONG = ("I looked up the forecast for you and tomorrow looks mostly sunny in the morning with "
         "clouds building up after lunch and a chance of light rain in the evening so take a jacket "
         "if you are out late and maybe an umbrella too because the wind will pick up after dark "
-        "and the temperature drops to around eight degrees by midnight which is cold for May.")
+        "and the temperature drops to around eight degrees by midnight which is cold for May, "
+        "and on the day after that the rain clears early and the sun comes back for most of the "
+        "afternoon with a light breeze from the west and highs near eighteen degrees, which "
+        "should be a good day to be outside if you have plans for a walk or a picnic.")
+# LONG streams for ~2.6 s at 20 ms a word: the device must close it well before its end even
+# when a loaded CI machine notices the person going on a few hundred ms late.
 REPLY = "It will be sunny and warm. Take a hat."
 FREE_FORM = ["asr.grammar=[]", "llm.tools=[]"]
 # A closing silence long enough that the early final (100 ms in) comes well before the turn
