@@ -9,13 +9,15 @@ between syllables, so a changed path's re-opening waited for the next loud one.
   the device moved 0.6 m at 17 s): 32.7 dB removed in the 3 s after the move, 23.9 with
   the re-opening held shut in the pauses.
 - bench/aec's worst scenario (s100: a person at -4 dB starting as the device ends a word)
-  is the reason for the higher share: their onset reads up to 0.16. Near-end loss in its
-  double talk: 0.46 dB; 2.2 with the pause's share at 0.1.
+  was the reason for the higher share: on the host where it was tuned their onset read up
+  to 0.16, and near-end loss in its double talk was 0.46 dB, 2.2 with the pause's share at
+  0.1. The scenes' speech is piper's, synthesized on the host, and on an AMD EPYC host no
+  bench/aec scene (seeds 1-10, 100-102) reads a share between 0.1 and 0.2 at an onset
+  (6 December): the rule is tested on spectra made to read so, below.
 """
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 from typing import Any
 
@@ -24,7 +26,9 @@ import pytest
 from support.aec_corpus import pcm, tuning_room
 
 from edgevoice.audio.aec import coherence
+from edgevoice.audio.aec.coherence import ChangedPath, ReferenceCoherence
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
+from edgevoice.audio.aec.numpy_kernel import NumpyKernel
 
 _ROOM = 0  # a tuning room
 
@@ -52,14 +56,61 @@ def test_a_changed_path_is_reopened_in_the_device_s_pauses(
     assert loss <= loss_shut + 0.1, f"near-end loss in double talk {loss:.2f} dB vs {loss_shut:.2f}"
 
 
+class _ScriptedCoherence(ReferenceCoherence):
+    """The real measure's state, with the share it reads set by the test: what a person's
+    onset or a changed path reads, without synthesizing audio that reads it."""
+
+    def __init__(self, reads: float) -> None:
+        super().__init__(NumpyKernel(25))
+        self.reads = reads
+
+    def update(self, E: np.ndarray, X: np.ndarray, px: np.ndarray) -> float:
+        super().update(E, X, px)
+        self.share[:] = self.reads
+        self.total = self.reads
+        return self.total
+
+
+def _follow_through_a_pause(reads: float, *, pause: bool = True) -> list[bool]:
+    """ChangedPath over 200 blocks of the device talking (the error a small steady share of
+    the mic), then 30 blocks in which the error stands at the whole mic and its coherent
+    share reads ``reads``: in a pause (the reference 20 dB down) or with the device still
+    talking. What it says in those blocks, once the pause is established (the last LAGS
+    blocks of reference quiet)."""
+    rng = np.random.default_rng(3)
+    bins, rows = 161, 25
+    changed = ChangedPath(NumpyKernel(rows))
+    scripted = changed.coherence = _ScriptedCoherence(0.0)
+    P = np.full((rows, bins), 1e-3, dtype=np.float32)
+    residual = np.full(bins, 1e-6, dtype=np.float32)
+    history = _spectra(rng, (rows, bins))
+    said = []
+    for t in range(200 + coherence.LAGS + 30):
+        after = t >= 200
+        level = 0.1 if after and pause else 1.0
+        history = np.concatenate([_spectra(rng, (1, bins)) * level, history[:-1]])
+        px = (history.real ** 2 + history.imag ** 2).astype(np.float32)
+        scripted.reads = reads if after else 0.0
+        said.append(changed.follow(_spectra(rng, (bins,)), history, px, error_share=1.0 if after else 0.01,
+                                   P=P, residual_lin=residual, p_initial=1.0))
+    return said[200 + coherence.LAGS:]
+
+
+def _spectra(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
 def test_a_person_starting_in_the_device_s_pause_is_not_a_changed_path(
-        corpus: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
-    _, score = corpus
-    scenarios: Any = importlib.import_module("scenarios")  # bench/aec's, on the path in `corpus`
-    worst = scenarios.make_scenario(100, worst=True)
-    _, loss = _after_change_and_loss(score, worst)
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a person's voiced sound lining up with the end of the device's last word: 0.16
+    assert not any(_follow_through_a_pause(0.16))
+    # the same share while the device talks is a changed path (the reference is loud)
+    assert all(_follow_through_a_pause(0.16, pause=False)[coherence.PERSIST:])
     monkeypatch.setattr(coherence, "PAUSE_COHERENT", coherence.COHERENT)  # no higher share in pauses
-    _, loss_low = _after_change_and_loss(score, worst)
-    # 0.46 dB against 2.2
-    assert loss <= 1.0, f"near-end loss in double talk {loss:.2f} dB (pauses' share at 0.1: {loss_low:.2f})"
-    assert loss_low > 1.5, f"the scene no longer tests the onset: {loss_low:.2f} dB with the share at 0.1"
+    assert all(_follow_through_a_pause(0.16)[coherence.PERSIST:])
+
+
+def test_a_changed_path_in_a_pause_still_reads_as_one() -> None:
+    # a changed path keeps its error coherent through the pauses (0.21-0.33 in the tuning rooms)
+    said = _follow_through_a_pause(0.25)
+    assert all(said[coherence.PERSIST:]) and not any(_follow_through_a_pause(0.19))
