@@ -208,14 +208,17 @@ typedef struct {
 } GainParams;
 
 /* The residual-echo suppressor's gain per bin (numpy_kernel._gain): r_s released like
- * the room and held above residual_lin, the error max(pe, pe_s), a Wiener-style gain
- * with the overestimate, floored. Returns 1 while someone talks (error >> residual). */
+ * the room and held above residual_lin (+ residual_nl, the loudspeaker's distortion, when
+ * not NULL), the error max(pe, pe_s), a Wiener-style gain with the overestimate, floored.
+ * Returns 1 while someone talks (error >> residual). */
 static int suppressor_gain(Py_ssize_t nf, const float *pe, const float *pe_s, const float *residual_lin,
-                           float *r_s, float *error, float *gain, const GainParams *gp) {
+                           const float *residual_nl, float *r_s, float *error, float *gain,
+                           const GainParams *gp) {
     float sum_r = 0.0f, sum_e = 0.0f;
     for (Py_ssize_t f = 0; f < nf; f++) {
         float r = r_s[f] * 0.6f;
-        r = residual_lin[f] > r ? residual_lin[f] : r;
+        const float lin = residual_nl != NULL ? residual_lin[f] + residual_nl[f] : residual_lin[f];
+        r = lin > r ? lin : r;
         r_s[f] = r;
         const float err = pe[f] > pe_s[f] ? pe[f] : pe_s[f];
         error[f] = err;
@@ -258,7 +261,8 @@ static void apply_gain(Py_ssize_t nf, const float *spectrum, const float *gain, 
 }
 
 /* update(spectra, smooth, X, pxk, W, P, Ws, residual_lin, rs_err, gain, ifft_in,
- *        m_scale, delta, a2, noise, j, js, over, over_talk, talk_ratio, floor) -> bool
+ *        m_scale, delta, a2, noise, j, js, over, over_talk, talk_ratio, floor
+ *        [, residual_nl]) -> bool
  *
  * One far-end-active block between the forward FFT and the inverse one:
  *   spectra (3, F) complex64: the main error E, the suppressor's frame S, the shadow
@@ -270,14 +274,16 @@ static void apply_gain(Py_ssize_t nf, const float *spectrum, const float *gain, 
  *     4 (1 - a2) |W|^2 when `noise`; residual_lin (F float32) = the expected
  *     misadjustment / 2;
  *   the NLMS update of the shadow Ws (ks, F complex64);
- *   the suppressor's gain (F float32; r_s in rs_err[0], rs_err[1] scratch);
+ *   the suppressor's gain (F float32; r_s in rs_err[0], rs_err[1] scratch), with
+ *     residual_nl (F float32, optional: None or left out) added to residual_lin in its
+ *     residual-echo estimate;
  *   ifft_in (3, F complex64) = W[j], Ws[js], S * gain (one inverse FFT).
  * Returns True while someone is talking (the suppressor's judgement). */
 static PyObject *kernel_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     Buffers bufs = {.count = 0};
     Py_ssize_t s_len, w_len, ws_len;
-    if (check_nargs(nargs, 21, "update") < 0) {
+    if (nargs != 22 && check_nargs(nargs, 21, "update") < 0) {  /* residual_nl is optional */
         return NULL;
     }
     const float *spectra = get_buffer(&bufs, args[0], 0, -6 * (Py_ssize_t)sizeof(float), "spectra", &s_len);
@@ -315,6 +321,11 @@ static PyObject *kernel_update(PyObject *self, PyObject *const *args, Py_ssize_t
     if (PyErr_Occurred() || noise < 0) goto fail;
     GainParams gp;
     if (read_gain_params(args + 17, &gp) < 0) goto fail;
+    const float *residual_nl = NULL;
+    if (nargs == 22 && args[21] != Py_None) {
+        residual_nl = get_buffer(&bufs, args[21], 0, rrow, "residual_nl", NULL);
+        if (residual_nl == NULL) goto fail;
+    }
     if (ks > k || j < 0 || j >= k || js < 0 || js >= ks) {
         PyErr_SetString(PyExc_ValueError, "partition index out of range");
         goto fail;
@@ -398,7 +409,8 @@ static PyObject *kernel_update(PyObject *self, PyObject *const *args, Py_ssize_t
     }
 
     /* the suppressor, and the inverse FFT's input */
-    const int talking = suppressor_gain(nf, pe, pe_s, residual_lin, rs_err, rs_err + nf, gain, &gp);
+    const int talking = suppressor_gain(nf, pe, pe_s, residual_lin, residual_nl, rs_err, rs_err + nf,
+                                        gain, &gp);
     memcpy(ifft_in, w + j * 2 * nf, (size_t)(2 * rrow));
     memcpy(ifft_in + 2 * nf, ws + js * 2 * nf, (size_t)(2 * rrow));
     apply_gain(nf, big_s, gain, ifft_in + 4 * nf);
@@ -446,7 +458,7 @@ static PyObject *kernel_suppress(PyObject *self, PyObject *const *args, Py_ssize
         pe[f] = ps;
         pe_s[f] = pe_s[f] * 0.5f + 0.5f * ps;
     }
-    const int talking = suppressor_gain(nf, pe, pe_s, residual_lin, rs_err, rs_err + nf, gain, &gp);
+    const int talking = suppressor_gain(nf, pe, pe_s, residual_lin, NULL, rs_err, rs_err + nf, gain, &gp);
     apply_gain(nf, spec, gain, out);
     release_all(&bufs);
     return PyBool_FromLong(talking);
@@ -936,6 +948,99 @@ fail:
     return NULL;
 }
 
+/* distortion(E, Y, means, fits, edges, out, spread, mean_rate, rate, talking) -> None
+ *
+ * The loudspeaker's distortion in the error (audio/aec/distortion.py says why). E, Y (F)
+ * complex64: the main filter's error and echo estimate; edges (B + 1) intp: the bands'
+ * first bins, then F. The echo estimate's power is averaged over `spread` bins either
+ * side (zeros past the ends, always divided by 2 spread + 1). State, in place: means
+ * (2, F) float64, the error's power and that spread power at `mean_rate`; fits (2, B)
+ * float64, per band the regression's covariance and variance of the two powers'
+ * fluctuations (each block's terms over the spread power's fluctuation norm), at `rate`
+ * and only while not `talking`. Writes out (F) float32: each band's share (clipped to
+ * 0-1) times the spread power, or zeros while `talking`. */
+#define MAX_BINS 1024
+static PyObject *kernel_distortion(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    Buffers bufs = {.count = 0};
+    Py_ssize_t e_len, edges_len;
+    if (check_nargs(nargs, 10, "distortion") < 0) {
+        return NULL;
+    }
+    const long spread = PyLong_AsLong(args[6]);
+    const double mean_rate = PyFloat_AsDouble(args[7]);
+    const double rate = PyFloat_AsDouble(args[8]);
+    const int talking = PyObject_IsTrue(args[9]);
+    if (PyErr_Occurred() || talking < 0) {
+        return NULL;
+    }
+    const float *e = get_buffer(&bufs, args[0], 0, -2 * (Py_ssize_t)sizeof(float), "E", &e_len);
+    if (e == NULL) goto fail;
+    const Py_ssize_t nf = e_len / (2 * (Py_ssize_t)sizeof(float));
+    const Py_ssize_t *edges = get_buffer(&bufs, args[4], 0, -(Py_ssize_t)sizeof(Py_ssize_t),
+                                         "edges", &edges_len);
+    if (edges == NULL) goto fail;
+    const Py_ssize_t nb = edges_len / (Py_ssize_t)sizeof(Py_ssize_t) - 1;
+    if (nf > MAX_BINS || spread < 0 || nb < 1 || edges[0] != 0 || edges[nb] != nf) {
+        PyErr_SetString(PyExc_ValueError, "distortion: the bands must cover the spectrum's bins "
+                        "(at most 1024) and spread must be >= 0");
+        goto fail;
+    }
+    const float *y = get_buffer(&bufs, args[1], 0, 2 * nf * (Py_ssize_t)sizeof(float), "Y", NULL);
+    if (y == NULL) goto fail;
+    double *means = get_buffer(&bufs, args[2], 1, 2 * nf * (Py_ssize_t)sizeof(double), "means", NULL);
+    if (means == NULL) goto fail;
+    double *fits = get_buffer(&bufs, args[3], 1, 2 * nb * (Py_ssize_t)sizeof(double), "fits", NULL);
+    if (fits == NULL) goto fail;
+    float *out = get_buffer(&bufs, args[5], 1, nf * (Py_ssize_t)sizeof(float), "out", NULL);
+    if (out == NULL) goto fail;
+
+    double cum[MAX_BINS + 1], e_dev[MAX_BINS], s_dev[MAX_BINS], spread_power[MAX_BINS];
+    cum[0] = 0.0;
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        const double yr = y[2 * f], yi = y[2 * f + 1];
+        cum[f + 1] = cum[f] + (yr * yr + yi * yi);
+    }
+    const double width = (double)(2 * spread + 1);
+    double norm = 0.0;
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        const Py_ssize_t lo = f - spread < 0 ? 0 : f - spread;
+        const Py_ssize_t hi = f + spread + 1 > nf ? nf : f + spread + 1;
+        spread_power[f] = (cum[hi] - cum[lo]) / width;
+        const double er = e[2 * f], ei = e[2 * f + 1];
+        e_dev[f] = (er * er + ei * ei) - means[f];
+        s_dev[f] = spread_power[f] - means[nf + f];
+        means[f] += mean_rate * e_dev[f];
+        means[nf + f] += mean_rate * s_dev[f];
+        norm += s_dev[f] * s_dev[f];
+    }
+    if (talking) {
+        memset(out, 0, (size_t)nf * sizeof(float));
+        release_all(&bufs);
+        Py_RETURN_NONE;
+    }
+    norm = sqrt(norm) + 1e-12;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        double cov = 0.0, var = 0.0;
+        for (Py_ssize_t f = edges[b]; f < edges[b + 1]; f++) {
+            cov += e_dev[f] * s_dev[f];
+            var += s_dev[f] * s_dev[f];
+        }
+        fits[b] += rate * (cov / norm - fits[b]);
+        fits[nb + b] += rate * (var / norm - fits[nb + b]);
+        double share = fits[b] / (fits[nb + b] + 1e-12);
+        share = share < 0.0 ? 0.0 : (share > 1.0 ? 1.0 : share);
+        for (Py_ssize_t f = edges[b]; f < edges[b + 1]; f++) {
+            out[f] = (float)(share * spread_power[f]);
+        }
+    }
+    release_all(&bufs);
+    Py_RETURN_NONE;
+fail:
+    release_all(&bufs);
+    return NULL;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"rfft", (PyCFunction)(void (*)(void))kernel_rfft, METH_FASTCALL,
      "rfft(frames, spectra) -> spectra: real FFT along the last axis (float32 -> complex64)"},
@@ -951,6 +1056,9 @@ static PyMethodDef kernel_methods[] = {
      "update(...) -> bool: error powers, Kalman and shadow updates, suppressor gains"},
     {"suppress", (PyCFunction)(void (*)(void))kernel_suppress, METH_FASTCALL,
      "suppress(...) -> bool: the suppressor alone (no filter update)"},
+    {"distortion", (PyCFunction)(void (*)(void))kernel_distortion, METH_FASTCALL,
+     "distortion(E, Y, means, fits, edges, out, spread, mean_rate, rate, talking) -> None: "
+     "the loudspeaker's distortion in the error, per bin"},
     {"coherence", (PyCFunction)(void (*)(void))kernel_coherence, METH_FASTCALL,
      "coherence(E, X, px, s, pw, bias, fast, share, edges, rate, fast_rate) -> float: "
      "the share of the error the reference explains, per band"},

@@ -29,11 +29,13 @@ overlap-add). Built from:
    uncertainty where the reference explains the error
    (:class:`.coherence.ChangedPath`); and a leak estimate (speex's: the error's
    power fluctuations against the echo estimate's) re-opens it while echo suddenly leaks
-   through it (:meth:`_follow_leak`).
+   through it (:meth:`.leak.LeakEstimate.reopen`).
 5. **Residual echo suppressor**: a Wiener-style gain per bin from the residual-echo
    estimate — the Kalman filter's own expected misadjustment, which near-end speech
-   cannot inflate — against the error power, with an overestimate, a release like the
-   room's, a floor; sqrt-Hann overlap-add. Off if no echo is heard (:mod:`.echo_presence`).
+   cannot inflate, plus, while nobody talks, the loudspeaker's distortion that the linear
+   filter cannot take (:mod:`.distortion`) — against the error power, with an
+   overestimate, a release like the room's, a floor; sqrt-Hann overlap-add. Off if no
+   echo is heard (:mod:`.echo_presence`).
 
 Cost: at 320 points numpy's per-call overhead, not the arithmetic, is what a block
 costs, so it is few calls on few arrays: four FFT calls (the input frame with last
@@ -54,6 +56,7 @@ import numpy as np
 from edgevoice.audio.aec.base import AecStats, EchoCanceller, check_period
 from edgevoice.audio.aec.coherence import ChangedPath
 from edgevoice.audio.aec.delay import DelayEstimator
+from edgevoice.audio.aec.distortion import DistortionResidual
 from edgevoice.audio.aec.drift import measured_shift, shift_earlier
 from edgevoice.audio.aec.echo_presence import EchoPresence
 from edgevoice.audio.aec.fft import rfft
@@ -85,12 +88,6 @@ _SETTLED = 1e-30  # residual-echo estimate below which the suppressor's gains ar
 _COPY_SHADOW = 1  # the shadow filter is copied into the main one
 _COPY_MAIN = 2  # the main filter is copied into the shadow
 _LATE_REACH = 0.4  # share of the filter a later delay estimate may sit in without a move
-# Following echo that leaks through the filter (_follow_leak; tuned on bench/aec_rooms'
-# tuning rooms only):
-_LEAK_RISE = 2.0  # re-open P only while the leak is this many times its usual level
-_REOPEN = 3.0  # the expected residual is raised to cover this many times the leaked echo
-_REOPEN_STEP = 2.0  # at most this factor on P per block
-_REOPEN_EXPLAINED = 0.25  # only while the leaked echo is at least this share of the error
 _sum = np.add.reduce  # ndarray.sum without its Python-level wrapper
 
 
@@ -102,10 +99,10 @@ class EdgevoiceCanceller(EchoCanceller):
 
     def __init__(self, *, filter_ms: int = 250, max_delay_ms: int = 500, shadow_ms: int = 80,
                  suppression_db: float = -40.0, overestimate: float = 6.0,
-                 overestimate_talk: float = 2.0, talk_ratio: float = 4.0,
+                 overestimate_talk: float = 1.0, talk_ratio: float = 4.0,
                  delay_margin_ms: int = 15, track_drift: bool = True, memory: float = 0.999,
                  reopen_on_leak: bool = True, reopen_on_coherence: bool = True,
-                 compiled: bool | None = None) -> None:
+                 model_distortion: bool = True, compiled: bool | None = None) -> None:
         compiled_kernel = choose_kernel(compiled)
         self._k = max(2, round(filter_ms * SAMPLE_RATE / 1000 / _N))
         # one block, two kernels: the C one, or its numpy twin when it is not built or not wanted
@@ -130,6 +127,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._talk_ratio = talk_ratio
         self._track_drift = track_drift
         self._reopen_on_leak = reopen_on_leak
+        self._model_distortion = model_distortion
         self._window = np.sqrt(np.hanning(_M + 1)[:_M]).astype(_REAL)
         self.idle_pass_through = True  # skip the suppressor's FFTs once it does nothing
         self._window_pcm = self._window * 32768.0  # synthesis window with the int16 scale
@@ -152,6 +150,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._p0 = np.empty(_F, dtype=_REAL)
         self._gain_buf = np.empty(_F, dtype=_REAL)  # the suppressor's gains (kept as _last_gain)
         self._leak = LeakEstimate(_F, _REAL)
+        self._distortion = DistortionResidual(self._kernel, _F, _REAL)
         self._presence = EchoPresence()  # does the mic hear the loudspeaker at all?
         self._changed = ChangedPath(self._kernel) if reopen_on_coherence else None
         self.reset()
@@ -203,6 +202,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._ola = np.zeros(_N, dtype=_REAL)  # scaled to int16 (x 2**15)
         self._rs_err = np.zeros((2, _F), dtype=_REAL)
         self._leak.reset()
+        self._distortion.reset()
         self._presence.reset()
         self._overs = (self._over, self._over_talk)
         if self._changed is not None:
@@ -325,11 +325,16 @@ class EdgevoiceCanceller(EchoCanceller):
                 spectra[0], X, pxk, error_share=self._main_err / (self._mic_err + 1e-30),
                 P=self._P, residual_lin=self._residual_lin, p_initial=self._p_initial)
         if self._reopen_on_leak:
-            self._follow_leak(spectra[0])
+            # error the reference explains is echo, not a person: the estimate keeps learning
+            self._leak.reopen(spectra[0], self._WX[0], self._talking and not self._explained,
+                              P=self._P, residual_lin=self._residual_lin, p_initial=self._p_initial)
+        # the loudspeaker's distortion, which the linear filter cannot take, to the suppressor
+        distortion = self._distortion.update(spectra[0], self._WX[0], self._talking)
         self._talking = kern.update(
             spectra, self._smooth, X, pxk, self._W, self._P, self._Ws, self._residual_lin,
             self._rs_err, self._gain_buf, self._ifft_in, self._m_scale, self._delta, self._a2,
-            self._noise_at == 0, j, js, *self._overs, self._talk_ratio, self._floor)
+            self._noise_at == 0, j, js, *self._overs, self._talk_ratio, self._floor,
+            distortion if self._model_distortion else None)
         self._last_gain = self._gain_buf
         times = self._irfft(self._ifft_in, self._times)
         pcm: Pcm = np.empty(_N, dtype=np.int16)
@@ -339,36 +344,6 @@ class EdgevoiceCanceller(EchoCanceller):
         self._shadow_constrain_at = (js + 1) % self._ks
         self._track_erle(d_energy, out_energy)
         return pcm
-
-    def _follow_leak(self, E: _Complex) -> None:
-        """Re-open the Kalman filter's uncertainty where echo suddenly leaks through it.
-
-        After the echo path changes (the device moved, a door, a person in the path) the
-        converged filter is sure of its old taps: its small uncertainty P keeps its gain
-        small, so it re-learns slowly, and the suppressor, which takes its residual-echo
-        estimate from the same P, lets the new residual through. The shadow filter does
-        not catch it in reverberant rooms (its 80 ms cannot beat the main filter by the
-        margin a copy needs). So the leak is measured as speex's MDF does
-        (:class:`.leak.LeakEstimate`). While it stands at twice its usual level or more (a
-        change, not the loudspeaker's steady distortion) and explains at least a quarter
-        of the error, P grows, by at most 2x per block and up to its initial value, where
-        the expected residual (sum of P |X|^2) is below 3x the leaked echo (leak x |Y|^2).
-        (Covering the leak in the suppressor's estimate too was tried and not kept: it hid
-        a person's onset, bench/aec's near-end loss 0.46 -> 1.13 dB; docs/aec.md.)
-        Tuned on bench/aec_rooms' tuning rooms only: stronger settings re-converge faster
-        but cost the person in double talk (near-end loss, PESQ)."""
-        est = self._leak
-        # error the reference explains is echo, not a person: the estimate keeps learning
-        py = est.update(E, self._WX[0], self._talking and not self._explained)
-        leak, usual = est.leak, est.usual
-        explained = leak * est.echo_sum >= _REOPEN_EXPLAINED * est.error_sum
-        if (self._talking and not self._explained) or leak < _LEAK_RISE * usual or not explained:
-            return
-        expected = 2.0 * self._residual_lin + 1e-12  # the last block's sum of P |X|^2
-        ratio = np.clip((_REOPEN * leak) * py / expected, 1.0, _REOPEN_STEP).astype(_REAL)
-        P = self._P
-        P *= ratio
-        np.minimum(P, self._p_initial, out=P)
 
     def _track_erle(self, d_energy: float, out_energy: float) -> None:
         """Echo removed, measured only while the far end talks alone (by the suppressor's

@@ -15,6 +15,7 @@ once, in float32/complex64 like the engine's.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -97,19 +98,23 @@ class NumpyKernel:
             self, spectra: _Complex, smooth: _Floats, X: _Complex, pxk: _Floats, W: _Complex,
             P: _Floats, Ws: _Complex, residual_lin: _Floats, rs_err: _Floats, gain: _Floats,
             ifft_in: _Complex, m_scale: float, delta: float, a2: float, noise: bool, j: int,
-            js: int, over: float, over_talk: float, talk_ratio: float, floor: float) -> bool:
+            js: int, over: float, over_talk: float, talk_ratio: float, floor: float,
+            residual_nl: _Floats | None = None) -> bool:
         """One far-end-active block between the forward FFT (``spectra``: the main error,
         the suppressor's frame, the shadow error) and the inverse one: the error powers
         smoothed, the Kalman and shadow updates, the suppressor's gain, and ``ifft_in`` =
-        W[j], Ws[js] (the partitions to constrain), frame x gain. Returns True while
-        someone talks (the suppressor's judgement)."""
+        W[j], Ws[js] (the partitions to constrain), frame x gain. ``residual_nl``: echo
+        the linear filter cannot model (:mod:`.distortion`), added to its expected
+        misadjustment in the suppressor's estimate. Returns True while someone talks (the
+        suppressor's judgement)."""
         powers = np.abs(spectra, out=self._powers)
         powers *= powers
         smooth += powers[:2]  # row 0: the Kalman filter's m; row 1: the suppressor's pe_s
         smooth *= 0.5
         self._adapt(X, pxk, spectra[0], spectra[2], W=W, P=P, Ws=Ws, m=smooth[0],
                     residual_lin=residual_lin, m_scale=m_scale, delta=delta, a2=a2, noise=noise)
-        talking = _gain(powers[1], smooth[1], residual_lin=residual_lin, rs_err=rs_err, gain=gain,
+        residual = residual_lin if residual_nl is None else residual_lin + residual_nl
+        talking = _gain(powers[1], smooth[1], residual_lin=residual, rs_err=rs_err, gain=gain,
                         over=over, over_talk=over_talk, talk_ratio=talk_ratio, floor=floor)
         ifft_in[0] = W[j]
         ifft_in[1] = Ws[js]
@@ -176,6 +181,32 @@ class NumpyKernel:
         band_err = np.add.reduceat(pw[0], starts)
         np.clip(band_expl / np.maximum(band_err, fast), 0.0, 1.0, out=share)
         return float(share.mean())
+
+    def distortion(  # noqa: PLR0917 - the C kernel's signature (_kernel.pyi), positional there
+            self, E: _Complex, Y: _Complex, means: _Floats, fits: _Floats,
+            edges: npt.NDArray[np.intp], out: _Floats, spread: int, mean_rate: float, rate: float,
+            talking: bool) -> None:
+        """The loudspeaker's distortion in the error ``E`` per bin into ``out`` (zeros while
+        ``talking``): each band's (``edges``) share of the echo estimate ``Y``'s power
+        averaged over ``spread`` bins either side. ``means`` (the two powers' means, at
+        ``mean_rate``) and ``fits`` (per band the covariance and variance of their
+        fluctuations, at ``rate``, not while ``talking``) are the state."""
+        pe = E.real.astype(np.float64) ** 2 + E.imag.astype(np.float64) ** 2
+        py = Y.real.astype(np.float64) ** 2 + Y.imag.astype(np.float64) ** 2
+        spread_power = np.convolve(py, np.full(2 * spread + 1, 1.0 / (2 * spread + 1)), mode="same")
+        e_dev = pe - means[0]
+        s_dev = spread_power - means[1]
+        means[0] += mean_rate * e_dev
+        means[1] += mean_rate * s_dev
+        if talking:
+            out[:] = 0.0
+            return
+        norm = math.sqrt(float(s_dev @ s_dev)) + 1e-12  # each block's terms scale-free, as in speex
+        starts = edges[:-1]
+        fits[0] += rate * (np.add.reduceat(e_dev * s_dev, starts) / norm - fits[0])
+        fits[1] += rate * (np.add.reduceat(s_dev * s_dev, starts) / norm - fits[1])
+        share = np.clip(fits[0] / (fits[1] + 1e-12), 0.0, 1.0)
+        out[:] = np.repeat(share, np.diff(edges)) * spread_power
 
     def output(self, times: _Floats, window_pcm: _Floats, ola: _Floats, pcm: Pcm,
                x_in: _Floats | None) -> float:

@@ -3,7 +3,7 @@
 One room of bench/aec_rooms' **tuning** set (never a validation room): r36, a reverberant
 bathroom (T60 0.51 s) with the loudspeaker 24 cm from the mic aimed 171 degrees away,
 +90 ppm clock drift, soft clipping, and the device moved 1.1 m at 17 s while it talks.
-Without the leak-driven re-opening of the Kalman filter (``engine._follow_leak``) the
+Without the leak-driven re-opening of the Kalman filter (``leak.LeakEstimate.reopen``) the
 engine removes 10.5 dB of echo in the 3 s after the move (WebRTC AEC3: ~24 dB on such
 rooms) and needs 1.7 s to come back within 10 dB of its steady state; with it 18.6 dB
 (the corpus with its band-limited clock drift, ``bench/aec_rooms/clock.py``; on its
