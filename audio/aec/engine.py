@@ -329,12 +329,12 @@ class EdgevoiceCanceller(EchoCanceller):
             self._leak.reopen(spectra[0], self._WX[0], self._talking and not self._explained,
                               P=self._P, residual_lin=self._residual_lin, p_initial=self._p_initial)
         # the loudspeaker's distortion, which the linear filter cannot take, to the suppressor
-        distortion = self._distortion.update(spectra[0], self._WX[0], self._talking)
+        distortion = (self._distortion.update(spectra[0], self._WX[0], self._talking)
+                      if self._model_distortion else None)
         self._talking = kern.update(
             spectra, self._smooth, X, pxk, self._W, self._P, self._Ws, self._residual_lin,
             self._rs_err, self._gain_buf, self._ifft_in, self._m_scale, self._delta, self._a2,
-            self._noise_at == 0, j, js, *self._overs, self._talk_ratio, self._floor,
-            distortion if self._model_distortion else None)
+            self._noise_at == 0, j, js, *self._overs, self._talk_ratio, self._floor, distortion)
         self._last_gain = self._gain_buf
         times = self._irfft(self._ifft_in, self._times)
         pcm: Pcm = np.empty(_N, dtype=np.int16)

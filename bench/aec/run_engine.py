@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 _ROOT = Path(__file__).resolve().parents[2]
-_REV_MODULES = ("ring", "fft", "fractional", "delay", "numpy_kernel", "leak", "coherence", "echo_presence",
-                "drift", "engine")  # in import order
+_REV_MODULES = ("ring", "fft", "fractional", "delay", "numpy_kernel", "leak", "distortion", "coherence",
+                "echo_presence", "drift", "engine")  # in import order
 
 
 def _engine_at(rev: str) -> Any:
