@@ -542,13 +542,13 @@ async def main() -> None:
             runs.append((args.alsa, "FIFO-paced ALSA PCMs", speculate[0]))
         for name, where, spec in runs:
             extra = [*args.set, spec] if spec else list(args.set)
+            on_alsa = where.startswith("FIFO")
+            # the ALSA runs take the validation lines only
+            chosen = tuple(line for line in lines if line[0] == "validation") if on_alsa else lines
+            run = run_alsa if on_alsa else run_room
             results: list[TurnResult] = []
             for _ in range(max(1, args.repeat)):
-                if where.startswith("FIFO"):
-                    chosen = tuple(line for line in lines if line[0] == "validation")
-                    results += await run_alsa(name, chosen, voices, agent=agent, state=state, extra=extra)
-                else:
-                    results += await run_room(name, lines, voices, agent=agent, state=state, extra=extra)
+                results += await run(name, chosen, voices, agent=agent, state=state, extra=extra)
             loaded = load_config(None, [*BASE, *extra], search_paths=[])
             await asyncio.to_thread(floors, results, voices, loaded.config.tts)
             turn_model, ms_per_word = CONFIGS[name]
