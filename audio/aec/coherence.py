@@ -16,7 +16,9 @@ the average. The sum over lags overcounts a coherent error a little (the blocks'
 overlap by half); it is a detector, not a measurement.
 
 :class:`ChangedPath` is what the engine does with it: it re-opens the Kalman filter's
-adaptation, and lets the leak estimate keep learning, only where the share is high.
+adaptation, and lets the leak estimate keep learning, only where the share is high, and
+it tells the barge-in detector how much echo the output still holds
+(:meth:`ChangedPath.left_in_output`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,15 @@ PEAK_DECAY = 0.995  # per block: the reference's peak falls 10 dB in ~4.6 s
 PERSIST = 3  # blocks in a row all that must hold before P moves (a person's onset can pass for 2-3)
 REOPEN = 8.0  # P covers this many times the coherent error's power ...
 REOPEN_STEP = 8.0  # ... rising by at most this factor per block
+# What the barge-in detector is told is echo left in the output (the engine's stats): the
+# error the reference explains, through the suppressor's gains, this many times over, while
+# the bands' mean share reaches LEFT_SHARE. The share under-reads a changed path's error
+# (0.10-0.16 in tuning room r20 while all of its 10 dB rise was echo: 80 ms of lags against
+# a longer tail, the bias taken off); a person reads 0.00-0.03 (tuning room r39, -12 dB
+# under the echo). Chosen on bench/aec_rooms' tuning rooms (docs/aec.md, twelfth round):
+# 8-16x at 0.08 left every interruption's latency as it was; 32x, or 0.05, delayed one.
+LEFT_SHARE = 0.08
+LEFT_COVER = 12.0
 
 
 class ReferenceCoherence:
@@ -103,6 +114,12 @@ class ReferenceCoherence:
         share = np.where(self.share >= least, self.share, 0.0)
         out: _Floats = share[self._band_of_bin]
         return out
+
+    def explained_power(self, gain: _Floats) -> float:
+        """The error power the reference explains, through ``gain`` (the suppressor's per
+        bin, all bins), summed over the bands' bins."""
+        g = gain[self._lo:self._hi]
+        return float(_sum(g * g * self.bin_share() * self._pow[0]))
 
     @property
     def bins(self) -> tuple[int, int]:
@@ -174,3 +191,13 @@ class ChangedPath:
         rows *= ratio.astype(P.dtype)
         np.minimum(rows, p_initial, out=rows)
         return True
+
+    def left_in_output(self, gain: _Floats) -> float:
+        """Echo still in the output that the filter's misadjustment does not account for:
+        the error the reference explains through the suppressor's ``gain``,
+        :data:`LEFT_COVER` times over, while the bands' mean share reaches
+        :data:`LEFT_SHARE` (0 otherwise), in the spectra's power units. Between an echo
+        path change and the filter's re-convergence this is the leak a person's voice
+        must stand over; a person's own speech reads no share and adds nothing."""
+        coh = self.coherence
+        return LEFT_COVER * coh.explained_power(gain) if coh.total >= LEFT_SHARE else 0.0

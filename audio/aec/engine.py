@@ -560,9 +560,13 @@ class EdgevoiceCanceller(EchoCanceller):
         erle = 10.0 * float(np.log10(self._mic_pow / (self._out_pow + 1e-12))) if self._erle_seen else None
         converged = est is not None and erle is not None and erle > 10.0
         # the echo left in the output: the residual estimate through the last gains (none
-        # where the mic hears no loudspeaker: the estimate is then the unlearnt filter's)
+        # where the mic hears no loudspeaker: the estimate is then the unlearnt filter's),
+        # and the error the reference explains, which that estimate misses until the filter
+        # re-converges after the echo path changed (the leak the device would barge in on)
         absent = self._presence.absent
         residual = 0.0 if absent else float((self._last_gain**2 * self._r_s).sum()) / (_M * _N)
+        if not absent and self._far_active and self._changed is not None:
+            residual += self._changed.left_in_output(self._last_gain) / (_M * _N)
         residual_db = 10.0 * float(np.log10(residual + 1e-12))
         # nor echo removed: with no echo it would be a reading of the room's noise
         return AecStats(self.name, delay_ms=delay, erle_db=None if absent else erle, converged=converged,
