@@ -75,6 +75,7 @@ class Chain:
         self.det = BargeInDetector(settings)
         self.out_buf = np.zeros(0, np.int16)
         self.linear_buf = np.zeros(0, np.int16)
+        self.speech_ms = 0  # the most sustained speech the detector held in the last step
 
     def step(self, mic: np.ndarray, ref: np.ndarray, speaking: bool) -> tuple[np.ndarray, Decision]:
         out = self.aec.process(mic, ref)
@@ -82,6 +83,7 @@ class Chain:
         self.linear_buf = np.concatenate((self.linear_buf, self.aec.linear))
         size = self.vad.window_samples
         decision = Decision.NONE
+        self.speech_ms = 0
         while len(self.out_buf) >= size:
             window, linear = self.out_buf[:size], self.linear_buf[:size]
             self.out_buf, self.linear_buf = self.out_buf[size:], self.linear_buf[size:]
@@ -90,6 +92,7 @@ class Chain:
             upd = self.det.update(BargeInInput(size * 1000 // RATE, prob, dbfs(window),
                                                stats.residual_echo_dbfs, speaking, stats.reference_ok,
                                                unsuppressed_dbfs=dbfs(linear)))
+            self.speech_ms = max(self.speech_ms, upd.speech_ms)
             if decision is Decision.NONE:
                 decision = upd.decision
         return out, decision

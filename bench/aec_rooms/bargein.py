@@ -24,7 +24,10 @@ Per room, two runs, each with a fresh chain:
   the turn held no words, as the chained bench does, and goes on). Babble is six
   voices through the room: a barge-in on it is other people's speech, so the table
   splits by noise kind, and a third run gives the echo with only a white floor 60 dB
-  under it (what the device does to itself).
+  under it (what the device does to itself). Near misses: from the change on, the
+  longest speech the detector held without firing (it fires at ``min_speech_ms``); a
+  room that holds 100 ms or more there is listed (what tuning looks at when no tuning
+  room interrupts itself, docs/aec.md's twelfth round).
 
 The rooms' own timeline is kept, so the figures go with ``run.py``'s echo figures for the
 same rooms; the interruption comes after 8 s of the device talking (the canceller has
@@ -73,11 +76,17 @@ def _speaking(sample: int) -> bool:
     return any(a <= t < b for a, b in SPEAKING)
 
 
-def feed(chain: Any, mic: np.ndarray, ref: np.ndarray, *, stop_at_first: bool) -> list[int]:
-    """The chain over the whole signal; the sample where each barge-in fired."""
+def feed(chain: Any, mic: np.ndarray, ref: np.ndarray, *, stop_at_first: bool,
+         held_after: dict[str, int] | None = None) -> list[int]:
+    """The chain over the whole signal; the sample where each barge-in fired. With
+    ``held_after``, its ``"ms"`` becomes the longest sustained speech the detector held
+    from the echo path's change on (a near miss where it stays under ``min_speech_ms``)."""
     hits = []
+    change = int(rooms.T_CHG * RATE)
     for i in range(0, len(mic) // PERIOD * PERIOD, PERIOD):
         _, decision = chain.step(mic[i:i + PERIOD], ref[i:i + PERIOD], _speaking(i))
+        if held_after is not None and i >= change:
+            held_after["ms"] = max(held_after.get("ms", 0), chain.speech_ms)
         if decision is Decision.BARGE_IN:
             hits.append(i + PERIOD)
             if stop_at_first:
@@ -94,7 +103,8 @@ def bench_room(spec: Any, new_chain: Any) -> dict[str, Any]:
     hit = hits[0] if hits else None
     early = hit is not None and hit < start
     caught = hit is not None and start <= hit <= int(rooms.T_NA * RATE)
-    alone = feed(new_chain(), _pcm(room.mic - room.near_clean), ref, stop_at_first=False)
+    held: dict[str, int] = {}
+    alone = feed(new_chain(), _pcm(room.mic - room.near_clean), ref, stop_at_first=False, held_after=held)
     # the echo with only a white floor 60 dB under it: what the device does to itself
     echo = room.mic - room.near_only
     level = float(np.sqrt(np.mean(echo[int(2 * RATE):int(rooms.T_DT * RATE)] ** 2)))
@@ -107,6 +117,7 @@ def bench_room(spec: Any, new_chain: Any) -> dict[str, Any]:
         "self": len(alone),
         "self_at_s": [round(h / RATE, 2) for h in alone],
         "self_echo_only": len(echo_only),
+        "held_after_change_ms": held.get("ms", 0),
         "noise": spec.noise,
         "talked_s": sum(b - a for a, b in SPEAKING),
     }
@@ -145,7 +156,8 @@ def main() -> None:
         which = "tuning" if i in tuning else "validation"
         lat = "missed" if r["latency_ms"] is None else f"{r['latency_ms']:.0f} ms"
         print(f"{specs[i].name} ({which}) {lat}{' (fired before the onset)' if r['early'] else ''}, "
-              f"self-interruptions {r['self']} {r['self_at_s'] or ''} (echo only: {r['self_echo_only']})"
+              f"self-interruptions {r['self']} {r['self_at_s'] or ''} (echo only: {r['self_echo_only']}), "
+              f"held after the change {r['held_after_change_ms']} ms"
               f"  [{specs[i].conditions()}]",
               flush=True)
     n = len(results)
@@ -173,6 +185,12 @@ def main() -> None:
     print(f"| self-interruptions, the device talking alone, echo and a white floor 60 dB under it "
           f"| {echo_only} in {minutes:.1f} min ({sum(r['self_echo_only'] > 0 for r in results.values())} "
           "rooms) | 0 in 10 min |")
+    near = sorted(((r["held_after_change_ms"], specs[i].name) for i, r in results.items()
+                   if r["held_after_change_ms"] >= 100 and all(t < rooms.T_CHG for t in r["self_at_s"])),
+                  reverse=True)
+    print(f"| near misses: the device alone, after the echo path changed, sustained speech held "
+          f"≥ 100 ms without a barge-in | {len(near)} rooms"
+          f"{' (' + ', '.join(f'{name} {ms} ms' for ms, name in near) + ')' if near else ''} | |")
     missed = [specs[i].name for i, r in results.items() if not r["caught"]]
     if missed:
         print(f"\nmissed: {', '.join(missed)}")
