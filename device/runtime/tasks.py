@@ -25,12 +25,30 @@ async def cancel_task(task: asyncio.Task[Any] | None, timeout_s: float = 5.0) ->
     task.cancel()
     done, _ = await asyncio.wait({task}, timeout=timeout_s)
     if not done:
-        _LOGGER.warning("task %s did not stop within %.1f s of being cancelled", task.get_name(), timeout_s)
+        _LOGGER.warning("task %s did not stop within %.1f s of being cancelled; it waits at %s",
+                        task.get_name(), timeout_s, where_waiting(task))
         return
     with contextlib.suppress(asyncio.CancelledError):
         exc = task.exception()
         if exc is not None:
             _LOGGER.debug("task %s ended with %r while being cancelled", task.get_name(), exc)
+
+
+def where_waiting(task: asyncio.Task[Any]) -> str:
+    """Where a suspended task waits: the chain of coroutines it awaits through, innermost
+    first (what a task that does not stop when cancelled is stuck on). ``Task.get_stack``
+    gives only the outermost frame of a suspended coroutine, so the chain is followed
+    through each coroutine's ``cr_await``."""
+    links: list[str] = []
+    awaited: Any = task.get_coro()
+    while awaited is not None and len(links) < 12:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "ag_frame", None)
+        if frame is None:  # a future: the coroutine awaiting it is where the task waits
+            break
+        code = frame.f_code
+        links.append(f"{code.co_name} ({code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno})")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "ag_await", None)
+    return " <- ".join(reversed(links)) or "nothing (not started, or running)"
 
 
 class AudioClock:

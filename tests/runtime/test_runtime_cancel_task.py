@@ -1,0 +1,67 @@
+"""cancel_task: a task that does not stop when cancelled is reported with where it waits."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from edgevoice.device.runtime.tasks import cancel_task
+
+
+async def _ignores_cancellation(release: asyncio.Event) -> None:
+    while True:
+        try:
+            await release.wait()
+            return
+        except asyncio.CancelledError:
+            continue  # the fault the warning exists to find
+
+
+async def test_a_task_that_ignores_its_cancellation_is_reported_where_it_waits(
+        caplog: pytest.LogCaptureFixture) -> None:
+    release = asyncio.Event()
+    task = asyncio.create_task(_ignores_cancellation(release), name="stubborn")
+    await asyncio.sleep(0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="edgevoice.device.runtime.tasks"):
+            await cancel_task(task, timeout_s=0.05)
+    finally:
+        release.set()  # the task would otherwise outlive the test's event loop
+        await task
+    assert len(caplog.records) == 1
+    message = caplog.records[0].getMessage()
+    assert message.startswith("task stubborn did not stop within 0.1 s of being cancelled; it waits at ")
+    assert "_ignores_cancellation (test_runtime_cancel_task.py:" in message
+
+
+async def test_a_task_that_stops_is_not_reported(caplog: pytest.LogCaptureFixture) -> None:
+    task = asyncio.create_task(asyncio.sleep(10), name="sleeper")
+    await asyncio.sleep(0)
+    with caplog.at_level(logging.WARNING):
+        await cancel_task(task, timeout_s=1.0)
+    assert task.cancelled()
+    assert not caplog.records
+
+
+async def _outer(release: asyncio.Event) -> None:
+    await _ignores_cancellation(release)
+
+
+async def test_the_report_follows_the_await_chain_to_the_innermost_wait(
+        caplog: pytest.LogCaptureFixture) -> None:
+    release = asyncio.Event()
+    task = asyncio.create_task(_outer(release), name="nested")
+    await asyncio.sleep(0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="edgevoice.device.runtime.tasks"):
+            await cancel_task(task, timeout_s=0.05)
+    finally:
+        release.set()
+        await task
+    where = caplog.records[0].getMessage().split("it waits at ", 1)[1]
+    # innermost first: the event's wait, the coroutine that ignores its cancellation, then
+    # the task's own coroutine
+    assert [link.split(" ", 1)[0] for link in where.split(" <- ")] == [
+        "wait", "_ignores_cancellation", "_outer"], where
