@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -19,10 +21,15 @@ async def _ignores_cancellation(release: asyncio.Event) -> None:
             continue  # the fault the warning exists to find
 
 
-async def test_a_task_that_ignores_its_cancellation_is_reported_where_it_waits(
-        caplog: pytest.LogCaptureFixture) -> None:
+async def _outer(release: asyncio.Event) -> None:
+    await _ignores_cancellation(release)
+
+
+async def _warnings_cancelling(body: Callable[[asyncio.Event], Coroutine[Any, Any, None]], name: str,
+                               caplog: pytest.LogCaptureFixture) -> list[str]:
+    """Run ``body`` as a task, cancel it with a 50 ms wait, then let it end; the warnings."""
     release = asyncio.Event()
-    task = asyncio.create_task(_ignores_cancellation(release), name="stubborn")
+    task = asyncio.create_task(body(release), name=name)
     await asyncio.sleep(0)
     try:
         with caplog.at_level(logging.WARNING, logger="edgevoice.device.runtime.tasks"):
@@ -30,10 +37,24 @@ async def test_a_task_that_ignores_its_cancellation_is_reported_where_it_waits(
     finally:
         release.set()  # the task would otherwise outlive the test's event loop
         await task
-    assert len(caplog.records) == 1
-    message = caplog.records[0].getMessage()
+    return [record.getMessage() for record in caplog.records]
+
+
+async def test_a_task_that_ignores_its_cancellation_is_reported_where_it_waits(
+        caplog: pytest.LogCaptureFixture) -> None:
+    [message] = await _warnings_cancelling(_ignores_cancellation, "stubborn", caplog)
     assert message.startswith("task stubborn did not stop within 0.1 s of being cancelled; it waits at ")
     assert "_ignores_cancellation (test_runtime_cancel_task.py:" in message
+
+
+async def test_the_report_follows_the_await_chain_to_the_innermost_wait(
+        caplog: pytest.LogCaptureFixture) -> None:
+    [message] = await _warnings_cancelling(_outer, "nested", caplog)
+    where = message.split("it waits at ", 1)[1]
+    # innermost first: the event's wait, the coroutine that ignores its cancellation, then
+    # the task's own coroutine
+    assert [link.split(" ", 1)[0] for link in where.split(" <- ")] == [
+        "wait", "_ignores_cancellation", "_outer"], where
 
 
 async def test_a_task_that_stops_is_not_reported(caplog: pytest.LogCaptureFixture) -> None:
@@ -43,25 +64,3 @@ async def test_a_task_that_stops_is_not_reported(caplog: pytest.LogCaptureFixtur
         await cancel_task(task, timeout_s=1.0)
     assert task.cancelled()
     assert not caplog.records
-
-
-async def _outer(release: asyncio.Event) -> None:
-    await _ignores_cancellation(release)
-
-
-async def test_the_report_follows_the_await_chain_to_the_innermost_wait(
-        caplog: pytest.LogCaptureFixture) -> None:
-    release = asyncio.Event()
-    task = asyncio.create_task(_outer(release), name="nested")
-    await asyncio.sleep(0)
-    try:
-        with caplog.at_level(logging.WARNING, logger="edgevoice.device.runtime.tasks"):
-            await cancel_task(task, timeout_s=0.05)
-    finally:
-        release.set()
-        await task
-    where = caplog.records[0].getMessage().split("it waits at ", 1)[1]
-    # innermost first: the event's wait, the coroutine that ignores its cancellation, then
-    # the task's own coroutine
-    assert [link.split(" ", 1)[0] for link in where.split(" <- ")] == [
-        "wait", "_ignores_cancellation", "_outer"], where
