@@ -76,40 +76,39 @@ def _speaking(sample: int) -> bool:
     return any(a <= t < b for a, b in SPEAKING)
 
 
-def feed(chain: Any, mic: np.ndarray, ref: np.ndarray, *, stop_at_first: bool,
-         held_after: dict[str, int] | None = None) -> list[int]:
-    """The chain over the whole signal; the sample where each barge-in fired. With
-    ``held_after``, its ``"ms"`` becomes the longest sustained speech the detector held
-    from the echo path's change on (a near miss where it stays under ``min_speech_ms``)."""
+def feed(chain: Any, mic: np.ndarray, ref: np.ndarray, *, stop_at_first: bool) -> tuple[list[int], int]:
+    """The chain over the whole signal: the sample where each barge-in fired, and the
+    longest sustained speech the detector held from the echo path's change on (a near
+    miss where it stays under ``min_speech_ms``)."""
     hits = []
+    held_after_change = 0
     change = int(rooms.T_CHG * RATE)
     for i in range(0, len(mic) // PERIOD * PERIOD, PERIOD):
         _, decision = chain.step(mic[i:i + PERIOD], ref[i:i + PERIOD], _speaking(i))
-        if held_after is not None and i >= change:
-            held_after["ms"] = max(held_after.get("ms", 0), chain.speech_ms)
+        if i >= change:
+            held_after_change = max(held_after_change, chain.speech_ms)
         if decision is Decision.BARGE_IN:
             hits.append(i + PERIOD)
             if stop_at_first:
                 break
             chain.det.turn_finished(words=0)
-    return hits
+    return hits, held_after_change
 
 
 def bench_room(spec: Any, new_chain: Any) -> dict[str, Any]:
     room = rooms.cached_room(spec)
     ref = _pcm(room.reference)
     start = onset(room)
-    hits = feed(new_chain(), _pcm(room.mic), ref, stop_at_first=True)
+    hits, _ = feed(new_chain(), _pcm(room.mic), ref, stop_at_first=True)
     hit = hits[0] if hits else None
     early = hit is not None and hit < start
     caught = hit is not None and start <= hit <= int(rooms.T_NA * RATE)
-    held: dict[str, int] = {}
-    alone = feed(new_chain(), _pcm(room.mic - room.near_clean), ref, stop_at_first=False, held_after=held)
+    alone, held = feed(new_chain(), _pcm(room.mic - room.near_clean), ref, stop_at_first=False)
     # the echo with only a white floor 60 dB under it: what the device does to itself
     echo = room.mic - room.near_only
     level = float(np.sqrt(np.mean(echo[int(2 * RATE):int(rooms.T_DT * RATE)] ** 2)))
     floor = np.random.default_rng([rooms.SEED, 7, spec.index]).standard_normal(len(echo)) * level * 1e-3
-    echo_only = feed(new_chain(), _pcm(echo + floor), ref, stop_at_first=False)
+    echo_only, _ = feed(new_chain(), _pcm(echo + floor), ref, stop_at_first=False)
     return {
         "caught": caught,
         "early": early,
@@ -117,7 +116,7 @@ def bench_room(spec: Any, new_chain: Any) -> dict[str, Any]:
         "self": len(alone),
         "self_at_s": [round(h / RATE, 2) for h in alone],
         "self_echo_only": len(echo_only),
-        "held_after_change_ms": held.get("ms", 0),
+        "held_after_change_ms": held,
         "noise": spec.noise,
         "talked_s": sum(b - a for a, b in SPEAKING),
     }

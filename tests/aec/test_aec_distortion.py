@@ -45,14 +45,21 @@ def _spread(Y: np.ndarray) -> np.ndarray:
     return np.convolve(power, np.full(width, 1.0 / width), mode="same")
 
 
+def _learn_a_tenth(est: DistortionResidual, rng: np.random.Generator, blocks: int,
+                   floor: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """``blocks`` blocks nobody talks in, whose error is a tenth of the echo's spread power
+    over a steady ``floor``; the last block's echo estimate and the estimate's output."""
+    for _ in range(blocks):
+        Y = _echo(rng)
+        out = est.update(_spectrum(rng, 0.1 * _spread(Y) + floor), Y, talking=False)
+    return Y, out
+
+
 @pytest.mark.parametrize("kernel", _kernels(), ids=lambda k: type(k).__name__)
 def test_error_that_follows_the_echo_s_spread_power_is_learnt_as_its_share(kernel: Any) -> None:
     rng = np.random.default_rng(1)
     est = DistortionResidual(kernel, BINS, np.float32)
-    for _ in range(1500):
-        Y = _echo(rng)
-        E = _spectrum(rng, 0.1 * _spread(Y) + 0.01)  # a tenth of it, over a steady floor
-        out = est.update(E, Y, talking=False)
+    Y, out = _learn_a_tenth(est, rng, 1500, floor=0.01)
     assert np.allclose(est.share, 0.1, atol=0.03), est.share
     assert np.allclose(out, est.share[np.repeat(np.arange(distortion.BANDS), np.diff(est._edges))]
                        * _spread(Y), rtol=1e-4)
@@ -72,9 +79,7 @@ def test_steady_noise_is_not_distortion(kernel: Any) -> None:
 def test_nothing_is_learnt_or_handed_over_while_someone_talks(kernel: Any) -> None:
     rng = np.random.default_rng(3)
     est = DistortionResidual(kernel, BINS, np.float32)
-    for _ in range(600):
-        Y = _echo(rng)
-        est.update(_spectrum(rng, 0.1 * _spread(Y)), Y, talking=False)
+    _learn_a_tenth(est, rng, 600)
     learnt = est.share.copy()
     for _ in range(300):  # a person: error far above the echo's and unrelated to it
         out = est.update(_spectrum(rng, 50.0), _echo(rng), talking=True)
