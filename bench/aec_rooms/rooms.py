@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "aec"))
 sys.path.insert(1, str(Path(__file__).resolve().parent))
 
 import clock  # type: ignore[import-not-found]  # beside this file
+import scenarios  # type: ignore[import-not-found]  # bench/aec, put on the path above
 from scenarios import (  # type: ignore[import-not-found]  # bench/aec, put on the path above
     CACHE,
     ESPEAK_VOICES,
@@ -547,8 +548,10 @@ def make_room(spec: RoomSpec, *, seed: int = SEED) -> Room:
 
 
 def spec_key(spec: RoomSpec) -> str:
-    """A cache key: the parameters and this file's text (a changed generator re-makes)."""
-    text = Path(__file__).read_bytes() + Path(clock.__file__).read_bytes() + repr(asdict(spec)).encode()
+    """A cache key: the parameters and the text of this file and of the two it builds on
+    (a changed generator, or changed speech, re-makes)."""
+    sources = (__file__, clock.__file__, scenarios.__file__)
+    text = b"".join(Path(f).read_bytes() for f in sources) + repr(asdict(spec)).encode()
     return hashlib.sha1(text).hexdigest()[:16]
 
 
