@@ -50,10 +50,7 @@ COHERENT = 0.1  # a band is the reference's from this share of its error (bias t
 ERROR_RISE = 8.0  # ... and only while the error stands this many times its usual share of the mic
 USUAL_RATE = 0.002  # per-block rate at which that usual share follows the error up (~5 s)
 PLAYING = 0.1  # ... and only while the last LAGS blocks' reference is within 10 dB of its peak,
-# ... or, in the reference's pauses, from this share: over every person measured there (at
-# most 0.10 in the tuning rooms' double talk and bench/aec's scenes), under most changed
-# paths (0.11-0.32); docs/aec.md, thirteenth round
-PAUSE_COHERENT = 0.12
+PAUSE_COHERENT = 0.2  # ... or, in the reference's pauses, from this share
 PEAK_DECAY = 0.995  # per block: the reference's peak falls 10 dB in ~4.6 s
 PERSIST = 3  # blocks in a row all that must hold before P moves (a person's onset can pass for 2-3)
 REOPEN = 8.0  # P covers this many times the coherent error's power ...
@@ -172,13 +169,15 @@ class ChangedPath:
         usual = self._usual = min(error_share, self._usual + USUAL_RATE * (error_share - self._usual))
         lo, hi = coh.bins
         # In a pause between the device's words the reference holds only the end of the
-        # last one: there a person's voiced sounds can line up with it for a moment (up to
-        # 0.10 over the bands in the tuning rooms and bench/aec's scenes; 0.16 in one take
-        # of bench/aec's worst room before its speech was fixed), and so can the steady
-        # residual, which the error's rise keeps out. A changed path keeps its error
-        # coherent through the pauses too (0.11-0.32 in the tuning rooms), and holding it
-        # shut there until the next loud syllable slows re-convergence in reverberant
-        # rooms, where the reference rarely stands near its peak.
+        # last one: there a person's voiced sounds can line up with it for a moment
+        # (bench/aec's worst room read 0.3-0.5 in the lowest bands for 150 ms; 0.16 over
+        # the bands, on one take of its speech), and so can the steady residual (0.13-0.19),
+        # whose share of the falling mic rises as much as a changed path's error (8-26x in
+        # bench/aec's barge-in trial 21: re-opened there from 0.12, the filter took the next
+        # onset 350 ms later). A changed path keeps its error coherent through the pauses too
+        # (0.2-0.32 in most tuning rooms; a door's late tail 0.11-0.2, docs/aec.md, thirteenth
+        # round), and holding it shut there until the next loud syllable slows re-convergence
+        # in reverberant rooms, where the reference rarely stands near its peak.
         playing = float(_sum(px[:LAGS, lo:hi], axis=None))
         self._peak = max(playing, PEAK_DECAY * self._peak)
         pause = playing < PLAYING * self._peak

@@ -1,18 +1,20 @@
 """A changed echo path is re-opened in the device's pauses, a person starting in one is not (issue 18).
 
 ``coherence.ChangedPath`` asks for a higher share of coherent error (``PAUSE_COHERENT``,
-0.12, against 0.1) where the reference is more than 10 dB under its recent peak. Before,
+0.2, against 0.1) where the reference is more than 10 dB under its recent peak. Before,
 it asked for none there: in a reverberant room the reference rarely stands near its peak
 between syllables, so a changed path's re-opening waited for the next loud one.
 
 - Tuning room r00 (a bedroom, T60 0.40 s, the loudspeaker 29 cm away, bulk delay 274 ms,
-  the device moved 0.6 m at 17 s): 38.0 dB removed in the 3 s after the move, 31.7 with
-  the pause's share at 0.2, 28.0 with the re-opening held shut in the pauses.
-- Where the person starts matters as much: in the double talk of every tuning room and
-  every bench/aec scene, in the device's pauses with the error risen, a person read a share
-  of at most 0.10 (r45; 0.09 in bench/aec's s5), and the tuning rooms' changed paths
-  0.11-0.32 (docs/aec.md, thirteenth round). The share was 0.2 before that round, for a
-  person's onset in bench/aec's s100 that read 0.16 on one random take of the speech.
+  the device moved 0.6 m at 17 s): 31.7 dB removed in the 3 s after the move, 28.0 with
+  the re-opening held shut in the pauses.
+- What the higher share keeps out: a person's voice lining up with the end of the device's
+  last word (0.16 in bench/aec's s100 on one random take of its speech; at most 0.10 in the
+  tuning rooms and bench/aec's scenes on the still take), and the device's own steady
+  residual in its pauses, where the mic falls and the error's share of it rises 8-26
+  times: 0.13-0.19 in `bench/aec/bargein_bench.py`'s trial 21. At 0.12 that residual
+  re-opened the filter in 31 blocks before the person spoke, and the barge-in came 350 ms later
+  (docs/aec.md, thirteenth round).
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ def test_a_changed_path_is_reopened_in_the_device_s_pauses(
     after, loss = _after_change_and_loss(score, room)
     monkeypatch.setattr(coherence, "PAUSE_COHERENT", 2.0)  # shut in the pauses, as before
     after_shut, loss_shut = _after_change_and_loss(score, room)
-    # 38.0 against 28.0 (31.7 at the share of 0.2 the pauses asked for before)
-    assert after >= 35.0, f"the 3 s after the move: {after:.1f} dB (shut in the pauses: {after_shut:.1f})"
+    # 31.7 against 28.0 (the speech is one take on every machine)
+    assert after >= 30.0, f"the 3 s after the move: {after:.1f} dB (shut in the pauses: {after_shut:.1f})"
     assert loss <= loss_shut + 0.1, f"near-end loss in double talk {loss:.2f} dB vs {loss_shut:.2f}"
 
 
@@ -101,18 +103,16 @@ def _spectra(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
 
 def test_a_person_starting_in_the_device_s_pause_is_not_a_changed_path(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # a person's voice lining up with the end of the device's last word: at most 0.10 was
-    # read, so just over it
-    person = 0.11
-    assert not any(_follow_through_a_pause(person))
+    # a person's voiced sound lining up with the end of the device's last word (0.16 on one
+    # take), or the device's own residual in its pause (up to 0.19)
+    assert not any(_follow_through_a_pause(0.16))
     # the same share while the device talks is a changed path (the reference is loud)
-    assert all(_follow_through_a_pause(person, pause=False)[coherence.PERSIST:])
+    assert all(_follow_through_a_pause(0.16, pause=False)[coherence.PERSIST:])
     monkeypatch.setattr(coherence, "PAUSE_COHERENT", coherence.COHERENT)  # no higher share in pauses
-    assert all(_follow_through_a_pause(person)[coherence.PERSIST:])
+    assert all(_follow_through_a_pause(0.16)[coherence.PERSIST:])
 
 
 def test_a_changed_path_in_a_pause_still_reads_as_one() -> None:
-    # a changed path keeps its error coherent through the pauses (0.11-0.32 in the tuning
-    # rooms; r20's, a person stepping into the path, 0.14)
-    said = _follow_through_a_pause(0.14)
-    assert all(said[coherence.PERSIST:]) and not any(_follow_through_a_pause(0.11))
+    # a changed path keeps its error coherent through the pauses (0.2-0.32 in most tuning rooms)
+    said = _follow_through_a_pause(0.25)
+    assert all(said[coherence.PERSIST:]) and not any(_follow_through_a_pause(0.19))
