@@ -174,7 +174,9 @@ def import_from_venv(check: Check) -> str:
             "assert str(dist.locate_file('edgevoice/__init__.py')) == edgevoice.__file__, dist\n"
             "print(edgevoice.__file__, dist.version)\n")
     where, version = check.run([check.python, "-c", code]).stdout.split()
-    if str(REPO) in where:
+    # by path, not by text: a temporary directory beside the checkout (/tmp/cc and
+    # /tmp/ccfresh) shares its prefix without being inside it
+    if Path(where).resolve().is_relative_to(REPO.resolve()):
         raise CheckFailed(f"edgevoice resolved from the checkout: {where}")
     return f"edgevoice {version} from {where}"
 
