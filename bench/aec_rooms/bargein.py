@@ -9,7 +9,7 @@ The chain is ``bench/aec/bargein_bench.py``'s (imported, not copied): the edgevo
 canceller per 10 ms period, Silero VAD and the barge-in detector per 32 ms window with
 the detector's defaults (``BargeInSettings()``: what the daemon runs with), the VAD and
 the level test on the canceller's output, the suppressor's cut from its linear output.
-Per room, two runs, each with a fresh chain:
+Per room, these runs, each with a fresh chain:
 
 - **the interruption**: the room's mic as ``rooms.py`` builds it. The device talks from 0
   s; at 8 s the person starts talking over it (-15 to +5 dB signal-to-echo, their voice
@@ -140,9 +140,9 @@ def bench_room(spec: Any, new_chain: Any) -> dict[str, Any]:
     at = pause_onset(room)
     in_pause = None
     if at is not None:
-        hits, _ = feed(new_chain(), _pcm(moved_person(room, at)), ref, stop_at_first=True)
-        if hits and at <= hits[0] <= at + int((rooms.T_NA - rooms.T_DT) * RATE):
-            in_pause = 1000.0 * (hits[0] - at) / RATE
+        pause_hits, _ = feed(new_chain(), _pcm(moved_person(room, at)), ref, stop_at_first=True)
+        if pause_hits and at <= pause_hits[0] <= at + int((rooms.T_NA - rooms.T_DT) * RATE):
+            in_pause = 1000.0 * (pause_hits[0] - at) / RATE
     alone, held = feed(new_chain(), _pcm(room.mic - room.near_clean), ref, stop_at_first=False)
     # the echo with only a white floor 60 dB under it: what the device does to itself
     echo = room.mic - room.near_only

@@ -5,26 +5,20 @@ the device's words (a gap of 150 ms or more, 40 dB under its loudest, between 3 
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
+from support.aec_corpus import corpus_modules
 
-_ROOMS_DIR = Path(__file__).resolve().parents[2] / "bench" / "aec_rooms"
 RATE = 16000
 
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[ModuleType]:
-    saved = list(sys.path)
-    sys.path.insert(0, str(_ROOMS_DIR))
-    try:
+    with corpus_modules():
         yield importlib.import_module("bargein")  # bench/aec_rooms/bargein.py
-    finally:
-        sys.path[:] = saved
 
 
 def _room(gaps: list[tuple[float, float]]) -> SimpleNamespace:
