@@ -173,8 +173,8 @@ class ChangedPath:
         # (bench/aec's worst room read 0.3-0.5 in the lowest bands for 150 ms; 0.16 over
         # the bands, on one take of its speech), and so can the steady residual (0.13-0.19),
         # whose share of the falling mic rises as much as a changed path's error (8-26x in
-        # bench/aec's barge-in trial 21: re-opened there from 0.12, the filter took the next
-        # onset 350 ms later). A changed path keeps its error coherent through the pauses too
+        # bench/aec's barge-in trial 21: re-opened there from 0.12, the person's next onset
+        # was heard 350 ms later). A changed path keeps its error coherent through the pauses too
         # (0.2-0.32 in most tuning rooms; a door's late tail 0.11-0.2, docs/aec.md, thirteenth
         # round), and holding it shut there until the next loud syllable slows re-convergence
         # in reverberant rooms, where the reference rarely stands near its peak.
