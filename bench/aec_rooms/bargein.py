@@ -164,6 +164,11 @@ def bench_room(spec: Any, new_chain: Any) -> dict[str, Any]:
     }
 
 
+def _median_p90_worst(latencies_ms: list[float]) -> str:
+    return (f"{statistics.median(latencies_ms):.0f} ms ({float(np.percentile(latencies_ms, 90)):.0f}, "
+            f"{max(latencies_ms):.0f} ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -216,14 +221,13 @@ def main() -> None:
     print("|---|---|---|")
     print(f"| interruptions caught | {caught}/{n} ({100 * caught / max(n, 1):.0f}%) | ≥ 95% |")
     if lats:
-        print(f"| onset to playback stopped, median (p90, worst) | {statistics.median(lats):.0f} ms "
-              f"({float(np.percentile(lats, 90)):.0f}, {max(lats):.0f} ms) | ≤ 250 ms median |")
+        print(f"| onset to playback stopped, median (p90, worst) | {_median_p90_worst(lats)} "
+              "| ≤ 250 ms median |")
     paused = [r for r in results.values() if r["pause_at_s"] is not None]
     pause_lats = [r["pause_latency_ms"] for r in paused if r["pause_latency_ms"] is not None]
     if pause_lats:
         print(f"| the person starting in a pause of the device's: caught; median (p90, worst) | "
-              f"{len(pause_lats)}/{len(paused)}; {statistics.median(pause_lats):.0f} ms "
-              f"({float(np.percentile(pause_lats, 90)):.0f}, {max(pause_lats):.0f} ms) | |")
+              f"{len(pause_lats)}/{len(paused)}; {_median_p90_worst(pause_lats)} | |")
     print(f"| interrupted itself before the person spoke | {early}/{n} | |")
     print(f"| self-interruptions, the device talking alone, the room's noise | {selfs} in {minutes:.1f} min "
           f"({sum(r['self'] > 0 for r in results.values())} rooms) | 0 in 10 min |")
