@@ -1099,6 +1099,56 @@ fail:
     return NULL;
 }
 
+/* leak(E, Y, means, py, mean_rate) -> (error_sum, echo_sum, cov, var)
+ *
+ * One block of the leak estimate's statistics (audio/aec/leak.py says why): E, Y (F)
+ * complex64, the main filter's error and echo estimate. Writes py (F) float32 = |Y|^2.
+ * The powers' fluctuations are taken from their means, means (2, F) float32 (the error's,
+ * the echo estimate's), which then move towards the powers at `mean_rate`. Returns the
+ * sums over bins of |E|^2 and of |Y|^2, and the fluctuations' covariance and the echo
+ * estimate's variance (sums of products over bins). Element-wise in float32 as the numpy
+ * path; the sums in double. */
+static PyObject *kernel_leak(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    Buffers bufs = {.count = 0};
+    Py_ssize_t e_len;
+    if (check_nargs(nargs, 5, "leak") < 0) {
+        return NULL;
+    }
+    const float rate = (float)PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    const float *e = get_buffer(&bufs, args[0], 0, -2 * (Py_ssize_t)sizeof(float), "E", &e_len);
+    if (e == NULL) goto fail;
+    const Py_ssize_t nf = e_len / (2 * (Py_ssize_t)sizeof(float));
+    const float *y = get_buffer(&bufs, args[1], 0, 2 * nf * (Py_ssize_t)sizeof(float), "Y", NULL);
+    if (y == NULL) goto fail;
+    float *means = get_buffer(&bufs, args[2], 1, 2 * nf * (Py_ssize_t)sizeof(float), "means", NULL);
+    if (means == NULL) goto fail;
+    float *py = get_buffer(&bufs, args[3], 1, nf * (Py_ssize_t)sizeof(float), "py", NULL);
+    if (py == NULL) goto fail;
+    float *e_mean = means, *y_mean = means + nf;
+    double see = 0.0, syy = 0.0, cov = 0.0, var = 0.0;
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        const float pe = e[2 * f] * e[2 * f] + e[2 * f + 1] * e[2 * f + 1];
+        const float pyf = y[2 * f] * y[2 * f] + y[2 * f + 1] * y[2 * f + 1];
+        const float e_dev = pe - e_mean[f], y_dev = pyf - y_mean[f];
+        e_mean[f] += rate * e_dev;
+        y_mean[f] += rate * y_dev;
+        py[f] = pyf;
+        see += pe;
+        syy += pyf;
+        cov += (double)e_dev * y_dev;
+        var += (double)y_dev * y_dev;
+    }
+    release_all(&bufs);
+    return Py_BuildValue("(dddd)", see, syy, cov, var);
+fail:
+    release_all(&bufs);
+    return NULL;
+}
+
 static PyMethodDef kernel_methods[] = {
     {"rfft", (PyCFunction)(void (*)(void))kernel_rfft, METH_FASTCALL,
      "rfft(frames, spectra) -> spectra: real FFT along the last axis (float32 -> complex64)"},
@@ -1117,6 +1167,9 @@ static PyMethodDef kernel_methods[] = {
     {"distortion", (PyCFunction)(void (*)(void))kernel_distortion, METH_FASTCALL,
      "distortion(E, Y, means, fits, edges, out, spread, mean_rate, rate, talking) -> None: "
      "the loudspeaker's distortion in the error, per bin"},
+    {"leak", (PyCFunction)(void (*)(void))kernel_leak, METH_FASTCALL,
+     "leak(E, Y, means, py, mean_rate) -> (error_sum, echo_sum, cov, var): the leak estimate's "
+     "statistics of one block"},
     {"coherence", (PyCFunction)(void (*)(void))kernel_coherence, METH_FASTCALL,
      "coherence(E, X, px, s, pw, bias, fast, share, edges, rate, fast_rate) -> float: "
      "the share of the error the reference explains, per band"},

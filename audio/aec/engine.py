@@ -40,7 +40,7 @@ overlap-add). Built from:
 Cost: at 320 points numpy's per-call overhead, not the arithmetic, is what a block
 costs, so it is few calls on few arrays: four FFT calls (the input frame with last
 block's constrained partitions; both filters' echo estimates; both errors with the
-suppressor's frame; the constraint with its output) around six kernel calls, histories
+suppressor's frame; the constraint with its output) around nine kernel calls, histories
 in ring buffers (:mod:`.ring`), the filters and the suppressor in float32/complex64.
 """
 
@@ -149,7 +149,7 @@ class EdgevoiceCanceller(EchoCanceller):
         self._times = np.empty((3, _M), dtype=_REAL)
         self._p0 = np.empty(_F, dtype=_REAL)
         self._gain_buf = np.empty(_F, dtype=_REAL)  # the suppressor's gains (kept as _last_gain)
-        self._leak = LeakEstimate(_F, _REAL)
+        self._leak = LeakEstimate(self._kernel, _F, _REAL)
         self._distortion = DistortionResidual(self._kernel, _F, _REAL)
         self._presence = EchoPresence()  # does the mic hear the loudspeaker at all?
         self._changed = ChangedPath(self._kernel) if reopen_on_coherence else None

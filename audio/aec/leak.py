@@ -6,20 +6,25 @@ the error dwarfs the echo estimate, and not at all while someone is judged to be
 (a person's onsets over the device's words would read as leak). Its usual level follows
 it down at once and up slowly, so ``leak / usual`` rises after an echo-path change, not
 with a loudspeaker's steady distortion. The engine uses both to re-open its Kalman filter
-(:meth:`LeakEstimate.reopen`).
+(:meth:`LeakEstimate.reopen`). The per-bin arithmetic is the kernel's (``leak``: the compiled
+one or :class:`.numpy_kernel.NumpyKernel`, one call where numpy took sixteen); the state
+and the per-block recursion live here.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+if TYPE_CHECKING:
+    from edgevoice.audio.aec.numpy_kernel import NumpyKernel
+
 _Floats = npt.NDArray[np.floating[Any]]
 _Complex = npt.NDArray[np.complexfloating[Any, Any]]
-_sum = np.add.reduce  # ndarray.sum without its Python-level wrapper
 
 MEAN_RATE = 0.05  # per-block rate of the per-bin power means the fluctuations are taken from
 LEAK_RATE = 0.005  # fastest per-block update of the leak estimate (~2 s)
@@ -34,14 +39,14 @@ REOPEN_EXPLAINED = 0.25  # only while the leaked echo is at least this share of 
 class LeakEstimate:
     """Per block: :meth:`update` with the error and echo-estimate spectra."""
 
-    def __init__(self, bins: int, dtype: Any) -> None:
-        self._bins = bins
-        self._dtype = dtype
+    def __init__(self, kernel: ModuleType | NumpyKernel, bins: int, dtype: Any) -> None:
+        self._kernel = kernel
+        self._means = np.zeros((2, bins), dtype=dtype)  # the error's and the echo estimate's power
+        self._py = np.zeros(bins, dtype=dtype)
         self.reset()
 
     def reset(self) -> None:
-        self._e_mean = np.zeros(self._bins, dtype=self._dtype)
-        self._y_mean = np.zeros(self._bins, dtype=self._dtype)
+        self._means.fill(0.0)
         self._pey = 0.0
         self._pyy = 1e-12
         self.leak = 0.0  # share of the echo estimate's power still in the error
@@ -50,24 +55,19 @@ class LeakEstimate:
         self.echo_sum = 0.0  # this block's echo-estimate power, summed over bins
 
     def update(self, E: _Complex, Y: _Complex, talking: bool) -> _Floats:
-        """One block; returns the echo estimate's power per bin (|Y|^2)."""
-        pe = E.real ** 2 + E.imag ** 2
-        py: _Floats = Y.real ** 2 + Y.imag ** 2
-        e_dev = pe - self._e_mean
-        y_dev = py - self._y_mean
-        self._e_mean += MEAN_RATE * e_dev
-        self._y_mean += MEAN_RATE * y_dev
-        pyy = float(y_dev @ y_dev)
+        """One block; returns the echo estimate's power per bin (|Y|^2, valid until the
+        next block)."""
+        # the fluctuations from the means, which follow the talk too, so they stand where it ends
+        see, syy, pey, pyy = self._kernel.leak(E, Y, self._means, self._py, MEAN_RATE)
         norm = math.sqrt(pyy) + 1e-12  # each block's terms scale-free, as in speex
-        see = self.error_sum = float(_sum(pe)) + 1e-12
-        syy = self.echo_sum = float(_sum(py))
-        # the means above follow the talk too, so they stand where it ends
+        see = self.error_sum = see + 1e-12
+        self.echo_sum = syy
         alpha = 0.0 if talking else min(LEAK_RATE, 4.0 * LEAK_RATE * syy / see)
-        self._pey = (1.0 - alpha) * self._pey + alpha * float(e_dev @ y_dev) / norm
+        self._pey = (1.0 - alpha) * self._pey + alpha * pey / norm
         self._pyy = (1.0 - alpha) * self._pyy + alpha * pyy / norm
         leak = self.leak = max(0.0, min(1.0, self._pey / (self._pyy + 1e-12)))
         self.usual = min(leak, self.usual + USUAL_RATE * (leak - self.usual))
-        return py
+        return self._py
 
     def reopen(self, E: _Complex, Y: _Complex, talking: bool, *, P: _Floats, residual_lin: _Floats,
                p_initial: float) -> None:

@@ -1,8 +1,9 @@
 """The echo canceller's compiled kernel, call for call in numpy: the reference path.
 
 :mod:`.engine` runs the per-block arithmetic through one set of calls — ``estimate``,
-``errors``, ``frame``, ``update``, ``suppress``, ``output``, ``coherence``, ``rfft``,
-``irfft``, with the arguments and contracts of ``_kernel.pyi`` — served by the compiled ``_kernel`` (chosen
+``errors``, ``frame``, ``update``, ``suppress``, ``output``, ``coherence``, ``distortion``,
+``leak``, ``rfft``, ``irfft``, with the arguments and contracts of
+``_kernel.pyi`` — served by the compiled ``_kernel`` (chosen
 in :mod:`.kernel`) or, when it was not built or ``compiled=False``, by
 :class:`NumpyKernel` here. So the engine's block is written once, without a branch per
 step, and the C code has its reference beside it, function for function: the maths the C
@@ -207,6 +208,20 @@ class NumpyKernel:
         fits[1] += rate * (np.add.reduceat(s_dev * s_dev, starts) / norm - fits[1])
         share = np.clip(fits[0] / (fits[1] + 1e-12), 0.0, 1.0)
         out[:] = np.repeat(share, np.diff(edges)) * spread_power
+
+    def leak(self, E: _Complex, Y: _Complex, means: _Floats, py: _Floats,
+             mean_rate: float) -> tuple[float, float, float, float]:
+        """The leak estimate's statistics of one block: ``py`` = |Y|^2; the powers'
+        fluctuations from ``means`` (the error's, the echo estimate's), which then move
+        towards the powers at ``mean_rate``. Returns the sums over bins of |E|^2 and
+        |Y|^2, the fluctuations' covariance and the echo estimate's variance."""
+        pe = E.real ** 2 + E.imag ** 2
+        np.add(Y.real ** 2, Y.imag ** 2, out=py)
+        e_dev = pe - means[0]
+        y_dev = py - means[1]
+        means[0] += mean_rate * e_dev
+        means[1] += mean_rate * y_dev
+        return float(_sum(pe)), float(_sum(py)), float(e_dev @ y_dev), float(y_dev @ y_dev)
 
     def output(self, times: _Floats, window_pcm: _Floats, ola: _Floats, pcm: Pcm,
                x_in: _Floats | None) -> float:
