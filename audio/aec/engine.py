@@ -240,7 +240,8 @@ class EdgevoiceCanceller(EchoCanceller):
         seg = ring[start:min(end, len(ring))]
         if len(seg) < length + TAPS - 1:  # the newest samples are not there yet
             seg = np.concatenate((seg, np.zeros(length + TAPS - 1 - len(seg))))
-        out: _Floats = np.correlate(seg, TAP_TABLE_REV[round(frac * TAP_STEPS)], mode="valid")
+        out: _Floats = np.empty(length)
+        self._kernel.interpolate(seg, TAP_TABLE_REV[round(frac * TAP_STEPS)], out)
         return out
 
     # -- the block ----------------------------------------------------------------------

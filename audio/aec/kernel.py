@@ -2,9 +2,9 @@
 
 The per-block arithmetic of :mod:`.engine` (both echo estimates, the errors, the Kalman
 and shadow updates, the suppressor's gains, the overlap-add, the coherence, leak and
-distortion estimates) and the 320-point FFTs exist in numpy
+distortion estimates, the fractional-delay read) and the 320-point FFTs exist in numpy
 (:mod:`.numpy_kernel`, the reference) and in C (``_kernel.c``, built at install when a
-compiler is there), the same calls in both; in C an active block costs twelve calls
+compiler is there), the same calls in both; in C an active block costs thirteen calls
 instead of ~90 numpy ones. ``compiled=None`` (the default) uses the C kernel
 when it was built and otherwise the numpy one, logging once what to install;
 ``compiled=False`` forces numpy, ``compiled=True`` requires the kernel. The two paths
