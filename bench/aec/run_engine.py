@@ -5,8 +5,8 @@
 ENGINE is a name for ``create_canceller``, ``edgevoice-numpy`` (the edgevoice engine on
 its numpy path, without the compiled kernel) or ``edgevoice@REV``: the edgevoice engine as
 it was at git revision REV (its ``audio/aec`` modules loaded from git into this child
-process; the compiled kernel, where that revision uses one, is the installed one), to
-compare a change against its predecessor in the same run.
+process, and its compiled kernel built from REV's ``_kernel.c``, cached by the source's
+hash), to compare a change against its predecessor in the same run, CPU included.
 IN holds int16 ``mic``, ``near_only`` and ``reference``; OUT gets ``out`` (the full mic),
 ``out_near`` (the near end alone, reference silent), ``cpu_s`` and ``delay_ms``.
 Ends with ``os._exit`` so native runtimes cannot abort the interpreter's teardown.
@@ -14,9 +14,13 @@ Ends with ``os._exit`` so native runtimes cannot abort the interpreter's teardow
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -25,13 +29,54 @@ from typing import Any
 import numpy as np
 
 _ROOT = Path(__file__).resolve().parents[2]
+_KERNEL = "edgevoice.audio.aec._kernel"
+# setup.py's flags for the kernel, so a revision's kernel is built as an install builds it
+_KERNEL_FLAGS = ("-shared", "-fPIC", "-O3", "-ffp-contract=off")
 _REV_MODULES = ("ring", "fft", "fractional", "delay", "numpy_kernel", "leak", "distortion", "coherence",
                 "echo_presence", "drift", "engine")  # in import order
 
 
+def _kernel_at(rev: str) -> None:
+    """The compiled kernel of git revision ``rev`` in place of the installed one, in this
+    process: built from that revision's ``_kernel.c`` with setup.py's flags (once per
+    source, cached under the temp dir), so a before/after run compares the kernels too.
+    A revision without one keeps the installed kernel (its engine ran numpy only)."""
+    proc = subprocess.run(["git", "-C", str(_ROOT), "show", f"{rev}:audio/aec/_kernel.c"],
+                          capture_output=True, check=False)
+    if proc.returncode != 0:
+        return
+    source = proc.stdout
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    cache = Path(tempfile.gettempdir()) / "edgevoice-aec-bench" / "kernels"
+    built = cache / f"{hashlib.sha256(source).hexdigest()[:16]}{suffix}"
+    if not built.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        src = cache / f"{built.stem}.{os.getpid()}.c"
+        partial = cache / f"{built.stem}.{os.getpid()}{suffix}"
+        src.write_bytes(source)
+        include = sysconfig.get_paths()["include"]
+        compiler = os.environ.get("CC", "cc")
+        done = subprocess.run([compiler, *_KERNEL_FLAGS, f"-I{include}", str(src), "-o", str(partial), "-lm"],
+                              capture_output=True, text=True, check=False)
+        src.unlink()
+        if done.returncode != 0:
+            raise SystemExit(f"could not build the kernel of {rev} with {compiler}: {done.stderr.strip()}")
+        partial.replace(built)  # whole or not at all: two engines at a time may build it at once
+    spec = importlib.util.spec_from_file_location(_KERNEL, built)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load the kernel built for {rev} from {built}")
+    kernel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernel)
+    sys.modules[_KERNEL] = kernel
+    import edgevoice.audio.aec as package  # after the kernel is in place
+
+    package._kernel = kernel  # type: ignore[attr-defined]  # what `from ... import _kernel` reads
+
+
 def _engine_at(rev: str) -> Any:
     """The edgevoice canceller class from git revision ``rev``: each ``audio/aec`` module
-    that exists there replaces the installed one in this process."""
+    that exists there replaces the installed one in this process, and so does its kernel."""
+    _kernel_at(rev)
     engine = None
     for name in _REV_MODULES:
         proc = subprocess.run(["git", "-C", str(_ROOT), "show", f"{rev}:audio/aec/{name}.py"],
