@@ -1149,59 +1149,6 @@ fail:
     return NULL;
 }
 
-/* interpolate(seg, taps, out) -> None
- *
- * The reference read between samples (audio/aec/fractional.py): out[i] = sum_j seg[i + j]
- * taps[j], what np.correlate(seg, taps, "valid") gives. seg (L + T - 1), taps (T), out (L),
- * all float64. */
-static PyObject *kernel_interpolate(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    Buffers bufs = {.count = 0};
-    Py_ssize_t seg_len, taps_len, out_len;
-    if (check_nargs(nargs, 3, "interpolate") < 0) {
-        return NULL;
-    }
-    const double *seg = get_buffer(&bufs, args[0], 0, -(Py_ssize_t)sizeof(double), "seg", &seg_len);
-    if (seg == NULL) goto fail;
-    const double *taps = get_buffer(&bufs, args[1], 0, -(Py_ssize_t)sizeof(double), "taps", &taps_len);
-    if (taps == NULL) goto fail;
-    double *out = get_buffer(&bufs, args[2], 1, -(Py_ssize_t)sizeof(double), "out", &out_len);
-    if (out == NULL) goto fail;
-    const Py_ssize_t n_taps = taps_len / (Py_ssize_t)sizeof(double);
-    const Py_ssize_t n_out = out_len / (Py_ssize_t)sizeof(double);
-    if (seg_len / (Py_ssize_t)sizeof(double) != n_out + n_taps - 1) {
-        PyErr_Format(PyExc_ValueError, "interpolate: seg has %zd samples, expected len(out) + "
-                     "len(taps) - 1 = %zd", seg_len / (Py_ssize_t)sizeof(double), n_out + n_taps - 1);
-        goto fail;
-    }
-    /* eight outputs at a time, each summed over the taps in order: the eight sums are
-     * independent, so they vectorise without reordering any one of them */
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n_out; i += 8) {
-        double acc[8] = {0.0};
-        for (Py_ssize_t j = 0; j < n_taps; j++) {
-            const double t = taps[j];
-            const double *x = seg + i + j;
-            for (int u = 0; u < 8; u++) {
-                acc[u] += x[u] * t;
-            }
-        }
-        memcpy(out + i, acc, sizeof(acc));
-    }
-    for (; i < n_out; i++) {
-        double acc = 0.0;
-        for (Py_ssize_t j = 0; j < n_taps; j++) {
-            acc += seg[i + j] * taps[j];
-        }
-        out[i] = acc;
-    }
-    release_all(&bufs);
-    Py_RETURN_NONE;
-fail:
-    release_all(&bufs);
-    return NULL;
-}
-
 static PyMethodDef kernel_methods[] = {
     {"rfft", (PyCFunction)(void (*)(void))kernel_rfft, METH_FASTCALL,
      "rfft(frames, spectra) -> spectra: real FFT along the last axis (float32 -> complex64)"},
@@ -1220,8 +1167,6 @@ static PyMethodDef kernel_methods[] = {
     {"distortion", (PyCFunction)(void (*)(void))kernel_distortion, METH_FASTCALL,
      "distortion(E, Y, means, fits, edges, out, spread, mean_rate, rate, talking) -> None: "
      "the loudspeaker's distortion in the error, per bin"},
-    {"interpolate", (PyCFunction)(void (*)(void))kernel_interpolate, METH_FASTCALL,
-     "interpolate(seg, taps, out) -> None: the reference read between samples (a correlation)"},
     {"leak", (PyCFunction)(void (*)(void))kernel_leak, METH_FASTCALL,
      "leak(E, Y, means, py, mean_rate) -> (error_sum, echo_sum, cov, var): the leak estimate's "
      "statistics of one block"},

@@ -40,7 +40,7 @@ overlap-add). Built from:
 Cost: at 320 points numpy's per-call overhead, not the arithmetic, is what a block
 costs, so it is few calls on few arrays: four FFT calls (the input frame with last
 block's constrained partitions; both filters' echo estimates; both errors with the
-suppressor's frame; the constraint with its output) around nine kernel calls, histories
+suppressor's frame; the constraint with its output) around eight kernel calls, histories
 in ring buffers (:mod:`.ring`), the filters and the suppressor in float32/complex64.
 """
 
@@ -240,8 +240,7 @@ class EdgevoiceCanceller(EchoCanceller):
         seg = ring[start:min(end, len(ring))]
         if len(seg) < length + TAPS - 1:  # the newest samples are not there yet
             seg = np.concatenate((seg, np.zeros(length + TAPS - 1 - len(seg))))
-        out: _Floats = np.empty(length)
-        self._kernel.interpolate(seg, TAP_TABLE_REV[round(frac * TAP_STEPS)], out)
+        out: _Floats = np.correlate(seg, TAP_TABLE_REV[round(frac * TAP_STEPS)], mode="valid")
         return out
 
     # -- the block ----------------------------------------------------------------------

@@ -2,14 +2,14 @@
 
 The per-block arithmetic of :mod:`.engine` (both echo estimates, the errors, the Kalman
 and shadow updates, the suppressor's gains, the overlap-add, the coherence, leak and
-distortion estimates, the fractional-delay read) and the 320-point FFTs exist in numpy
-(:mod:`.numpy_kernel`, the reference) and in C (``_kernel.c``, built at install when a
-compiler is there), the same calls in both; in C an active block costs thirteen calls,
-most of which take numpy several. ``compiled=None`` (the default) uses the C kernel
-when it was built and otherwise the numpy one, logging once what to install;
-``compiled=False`` forces numpy, ``compiled=True`` requires the kernel. The two paths
-agree to float32 rounding (sums in another order, another FFT), not bit for bit: outputs
-~110 dB apart on the tests' rooms, every echo figure of the benchmark the same to 0.1 dB.
+distortion estimates) and the 320-point FFTs exist in numpy (:mod:`.numpy_kernel`, the
+reference) and in C (``_kernel.c``, built at install when a compiler is there), the same
+calls in both; in C an active block costs twelve calls, most of which take numpy several.
+``compiled=None`` (the default) uses the C kernel when it was built and otherwise the
+numpy one, logging once what to install; ``compiled=False`` forces numpy,
+``compiled=True`` requires the kernel. The two paths agree to float32 rounding (sums in
+another order, another FFT), not bit for bit: outputs ~110 dB apart on the tests' rooms,
+every echo figure of the benchmark the same to 0.1 dB.
 """
 
 from __future__ import annotations

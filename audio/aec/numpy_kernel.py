@@ -2,12 +2,12 @@
 
 :mod:`.engine` runs the per-block arithmetic through one set of calls — ``estimate``,
 ``errors``, ``frame``, ``update``, ``suppress``, ``output``, ``coherence``, ``distortion``,
-``leak``, ``interpolate``, ``rfft``, ``irfft``, with the arguments and contracts of
-``_kernel.pyi`` — served by the compiled ``_kernel`` (chosen in :mod:`.kernel`) or, when it
-was not built or ``compiled=False``, by :class:`NumpyKernel` here. So the engine's block
-is written once, without a branch per step, and the C code has its reference beside it,
-function for function: the maths the C is checked against (they agree to float32
-rounding; the sums run in another order).
+``leak``, ``rfft``, ``irfft``, with the arguments and contracts of ``_kernel.pyi`` —
+served by the compiled ``_kernel`` (chosen in :mod:`.kernel`) or, when it was not built or
+``compiled=False``, by :class:`NumpyKernel` here. So the engine's block is written once,
+without a branch per step, and the C code has its reference beside it, function for
+function: the maths the C is checked against (they agree to float32 rounding; the sums run
+in another order).
 
 At 161 bins numpy's per-call overhead, not the arithmetic, is what a block costs, so the
 calls work in place on the engine's arrays and on scratch arrays of their own, allocated
@@ -208,11 +208,6 @@ class NumpyKernel:
         fits[1] += rate * (np.add.reduceat(s_dev * s_dev, starts) / norm - fits[1])
         share = np.clip(fits[0] / (fits[1] + 1e-12), 0.0, 1.0)
         out[:] = np.repeat(share, np.diff(edges)) * spread_power
-
-    def interpolate(self, seg: _Floats, taps: _Floats, out: _Floats) -> None:
-        """The reference read between samples: ``out`` = the correlation of ``seg`` with
-        ``taps`` where they overlap whole (len(seg) = len(out) + len(taps) - 1)."""
-        out[:] = np.correlate(seg, taps, mode="valid")
 
     def leak(self, E: _Complex, Y: _Complex, means: _Floats, py: _Floats,
              mean_rate: float) -> tuple[float, float, float, float]:

@@ -14,7 +14,6 @@ import edgevoice.audio.aec as aec_package
 from edgevoice.audio.aec import AecError, create_canceller
 from edgevoice.audio.aec import kernel as aec_kernel
 from edgevoice.audio.aec.engine import EdgevoiceCanceller
-from edgevoice.audio.aec.numpy_kernel import NumpyKernel
 from edgevoice.audio.aec.selftest import probe_signal
 
 pytestmark = pytest.mark.installed  # also run against the built wheel (image/board/installed.py)
@@ -155,21 +154,3 @@ def test_the_kernels_ffts_reject_lengths_they_cannot_factor() -> None:
     got = kernel.rfft(frames[:80], np.zeros(41, dtype=np.complex64))
     want = np.fft.rfft(frames[:80].astype(np.float64))
     assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
-
-
-def test_the_kernels_interpolation_is_the_numpy_correlation() -> None:
-    kernel = aec_kernel.load_kernel()
-    assert kernel is not None
-    rng = np.random.default_rng(7)
-    taps = rng.standard_normal(64)
-    for length in (160, 320, 7):  # whole blocks of eight outputs and a remainder
-        seg = rng.standard_normal(length + 63)
-        out = np.empty(length)
-        kernel.interpolate(seg, taps, out)
-        want = np.correlate(seg, taps, mode="valid")
-        assert np.abs(out - want).max() <= 1e-12 * np.abs(want).max()
-        twin = np.empty(length)
-        NumpyKernel(25).interpolate(seg, taps, twin)
-        assert np.array_equal(twin, want)
-    with pytest.raises(ValueError, match="len\\(out\\) \\+ len\\(taps\\) - 1"):
-        kernel.interpolate(np.zeros(200), taps, np.empty(160))
