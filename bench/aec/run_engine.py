@@ -30,7 +30,7 @@ import numpy as np
 
 _ROOT = Path(__file__).resolve().parents[2]
 _KERNEL = "edgevoice.audio.aec._kernel"
-# setup.py's flags for the kernel, so a revision's kernel is built as an install builds it
+# setup.py's own flags for the kernel (-O3, no fused multiply-adds), for a shared object
 _KERNEL_FLAGS = ("-shared", "-fPIC", "-O3", "-ffp-contract=off")
 _REV_MODULES = ("ring", "fft", "fractional", "delay", "numpy_kernel", "leak", "distortion", "coherence",
                 "echo_presence", "drift", "engine")  # in import order
@@ -48,11 +48,12 @@ def _kernel_at(rev: str) -> None:
     source = proc.stdout
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     cache = Path(tempfile.gettempdir()) / "edgevoice-aec-bench" / "kernels"
-    built = cache / f"{hashlib.sha256(source).hexdigest()[:16]}{suffix}"
+    key = hashlib.sha256(source).hexdigest()[:16]
+    built = cache / f"{key}{suffix}"
     if not built.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        src = cache / f"{built.stem}.{os.getpid()}.c"
-        partial = cache / f"{built.stem}.{os.getpid()}{suffix}"
+        src = cache / f"{key}.{os.getpid()}.c"
+        partial = cache / f"{key}.{os.getpid()}{suffix}"
         src.write_bytes(source)
         include = sysconfig.get_paths()["include"]
         compiler = os.environ.get("CC", "cc")
