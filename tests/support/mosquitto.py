@@ -78,6 +78,13 @@ class Broker:
     # Keep retained messages and persistent sessions across a restart.
     persistence: bool = False
 
+    def __post_init__(self) -> None:
+        # Each free port is found by binding port 0 and letting go, so the two can be the
+        # same one: a clean-clone CI run met it once (mosquitto: "Address already in use"
+        # on its second listener).
+        while self.tls_port == self.port:
+            self.tls_port = free_port()
+
     @property
     def url(self) -> str:
         return f"mqtt://127.0.0.1:{self.port}"
