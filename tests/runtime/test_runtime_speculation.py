@@ -262,10 +262,14 @@ async def test_the_agent_contract_is_speculated_when_opted_in(tmp_path: Path) ->
 async def test_a_reply_that_starts_with_a_tool_call_is_dropped_and_the_tool_runs_once_for_the_turn(
         tmp_path: Path) -> None:
     # The example server answers a turn that mentions the volume with a set_volume call.
+    # The text hold is off: pocketsphinx sometimes hears this line as "said the volume to fit
+    # the", whose last word reads mid-thought, and then speculation rightly sends nothing (the
+    # test failed in 4 of 14 runs on 7 December that way); the hold is not what this tests.
     async with example_server() as server:
         device, metrics = await one_turn(
             tmp_path, ["llm.provider=openai", f"openai.base_url={server.url}/v1", "openai.model=test",
-                       "asr.grammar=[]", "llm.tools=[\"set_volume\"]", "llm.speculate=auto"],
+                       "asr.grammar=[]", "llm.tools=[\"set_volume\"]", "llm.speculate=auto",
+                       "endpoint.hold_silence_ms=0"],
             lambda d: d.say("set the volume to fifty", after_s=0.5))
         bodies = server.state.bodies("/v1/chat/completions")
     (final,) = device.of(EventType.TRANSCRIPT_USER)
