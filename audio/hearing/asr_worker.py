@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from edgevoice.audio.blas_threads import use_one_blas_thread
 from edgevoice.audio.frames import Pcm
 from edgevoice.audio.hearing.asr import AsrEngine, AsrError, AsrResult, AsrSession
 
@@ -63,6 +64,7 @@ def _serve(conn: Connection, factory: EngineFactory, nice: int = 0) -> None:
             os.nice(nice)
         except OSError as err:  # a sandbox that forbids it: decode at the parent's priority
             _LOGGER.debug("recognizer worker could not lower its priority: %s", err)
+    use_one_blas_thread()  # no spinning BLAS workers beside piper and the front end
     try:
         engine = factory()
     except Exception as err:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from edgevoice import __version__
+from edgevoice.audio.blas_threads import use_one_blas_thread
 from edgevoice.audio.hearing.modes import ListenMode
 from edgevoice.audio.io.backend import AudioBackend
 from edgevoice.audio.io.duplex import DuplexLoop
@@ -133,6 +134,10 @@ class Daemon:
         backend = self._backend_override or open_backend(config.audio, config.room, config.wav, config.array)
         self.backend = backend
         self.speaker = Speaker(backend.period_samples, config.audio.volume)
+        # numpy's products here are small; OpenBLAS's spinning workers would take the cores
+        # piper and the turn model share at the end of a turn (audio/blas_threads.py).
+        for limited in use_one_blas_thread():
+            _LOGGER.info("numpy's BLAS held to one thread (%s)", limited)
         # Engines load before the devices open, so READY=1 means ready to talk.
         front = await asyncio.to_thread(build_front_end, config)
         self._closers.append(front.close)

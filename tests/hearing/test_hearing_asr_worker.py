@@ -108,6 +108,20 @@ def test_a_failing_factory_is_a_clear_error() -> None:
         WorkerAsrEngine(functools.partial(PocketsphinxEngine, "/nonexistent/no_such_model"))
 
 
+def _report_blas_threads() -> PocketsphinxEngine:
+    """A factory that tells, through the worker's error path, how many threads the child's
+    BLAS libraries were left with by the time the engine is built."""
+    from threadpoolctl import threadpool_info
+
+    raise RuntimeError(f"blas threads {[i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']}")
+
+
+def test_the_worker_holds_numpys_blas_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # what the child's OpenBLAS starts with
+    with pytest.raises(AsrError, match=r"blas threads \[1\]"):
+        WorkerAsrEngine(_report_blas_threads)
+
+
 def test_a_worker_that_dies_is_reported() -> None:
     engine = WorkerAsrEngine(_factory())
     try:

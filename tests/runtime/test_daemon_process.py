@@ -56,7 +56,8 @@ def test_daemon_lifecycle_under_signals(tmp_path: Path) -> None:
     notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     notify.bind(notify_path)
     notify.settimeout(90)
-    env = dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="2000000")
+    # OpenBLAS would start two threads; the daemon holds it to one (audio/blas_threads.py)
+    env = dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="2000000", OPENBLAS_NUM_THREADS="2")
     proc = subprocess.Popen(
         [sys.executable, "-m", "edgevoice.device.cli", "run", "--events", "--config", str(config)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -83,6 +84,8 @@ def test_daemon_lifecycle_under_signals(tmp_path: Path) -> None:
         except TimeoutError:
             pass
         assert b"STOPPING=1" in messages
+        assert proc.stderr is not None
+        assert "numpy's BLAS held to one thread (openblas 2 -> 1)" in proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
