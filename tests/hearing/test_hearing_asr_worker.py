@@ -113,7 +113,8 @@ def _report_blas_threads() -> PocketsphinxEngine:
     BLAS libraries were left with by the time the engine is built."""
     from threadpoolctl import threadpool_info
 
-    raise RuntimeError(f"blas threads {[i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']}")
+    threads = [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+    raise RuntimeError(f"blas threads {threads}")
 
 
 def test_the_worker_holds_numpys_blas_to_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
