@@ -11,7 +11,7 @@
 # configs, udev rules, profile presets, a default /etc/edgevoice/config.toml, the state
 # directory, and the models named with --model (fetched through the model registry,
 # checksums verified). --extras "" installs edgevoice with only its core dependencies
-# (numpy, soxr, aiohttp, paho-mqtt). --deps-from DIR (CI's fast check only, never an image)
+# (numpy, soxr, aiohttp, paho-mqtt, prometheus-client, threadpoolctl). --deps-from DIR (CI's fast check only, never an image)
 # makes an existing site-packages visible to the new venv through a .pth file, so
 # --pip-args --no-deps installs edgevoice alone and it still runs.
 # Ownership is set only when running as root. image/manifest.tsv lists what it makes.
