@@ -11,9 +11,10 @@
 # configs, udev rules, profile presets, a default /etc/edgevoice/config.toml, the state
 # directory, and the models named with --model (fetched through the model registry,
 # checksums verified). --extras "" installs edgevoice with only its core dependencies
-# (numpy, soxr, aiohttp, paho-mqtt, prometheus-client, threadpoolctl). --deps-from DIR (CI's fast check only, never an image)
-# makes an existing site-packages visible to the new venv through a .pth file, so
-# --pip-args --no-deps installs edgevoice alone and it still runs.
+# (numpy, soxr, aiohttp, paho-mqtt, prometheus-client, threadpoolctl). --deps-from DIR
+# (CI's fast check only, never an image) makes an existing site-packages visible to the
+# new venv through a .pth file, so --pip-args --no-deps installs edgevoice alone and it
+# still runs.
 # Ownership is set only when running as root. image/manifest.tsv lists what it makes.
 set -euo pipefail
 
@@ -23,7 +24,7 @@ PRESETS="$REPO/device/hardware/presets"  # package data: the wheel carries the s
 ROOT="" PY="python3" EXTRAS="all,pi" PROFILE="" DEPS_FROM="" PIP_ARGS="" MODELS=()
 SERVICE_USER=edgevoice
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --root) ROOT="$2"; shift 2 ;;
