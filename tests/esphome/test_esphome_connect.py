@@ -13,7 +13,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 import pytest
 from aioesphomeapi import APIClient, InvalidEncryptionKeyAPIError, VoiceAssistantFeature
 from aioesphomeapi.core import APIConnectionError, RequiresEncryptionAPIError
-from support.ha_satellite import free_port
+from support.ports import free_port
 
 from edgevoice.audio.speaking.tts import TtsAudio
 from edgevoice.device.config import load_config

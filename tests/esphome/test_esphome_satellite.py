@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from aioesphomeapi import MediaPlayerCommand, VoiceAssistantTimerEventType
 from support.device_harness import PHRASES, WAKE_PHRASE, running_device, voice
-from support.ha_satellite import free_port, home_assistant
+from support.ha_satellite import home_assistant
+from support.ports import free_port
 
 from edgevoice.device.esphome.entities import KEYS, MEDIA_PLAYER, MIC_MUTE
 from edgevoice.device.events import EventType

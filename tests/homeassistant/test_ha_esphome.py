@@ -17,8 +17,8 @@ import pytest
 from aiohttp import web
 from support.agent_server import serve
 from support.device_harness import running_device, voice
-from support.ha_satellite import free_port
 from support.home_assistant import running_home_assistant
+from support.ports import free_port
 
 from edgevoice.audio.io.wav import write_wav
 from edgevoice.device.events import EventType

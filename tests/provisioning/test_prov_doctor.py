@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from support.agent_server import example_server
 from support.alsa_devices import AlsaDevices, install_alsa_devices, write_raw
-from support.mosquitto import Broker, broker, free_port, mqtt_pki, password_of  # noqa: F401
+from support.mosquitto import Broker, broker, mqtt_pki, password_of  # noqa: F401
+from support.ports import free_port
 
 from edgevoice.device.cli import main
 from edgevoice.device.config import Config, build_config

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -20,12 +19,6 @@ from aioesphomeapi import APIClient, VoiceAssistantEventType
 from edgevoice.audio.io.room import SimulatedRoom
 
 E = VoiceAssistantEventType
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -21,16 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED_ACL = ROOT / "image" / "mosquitto" / "acl"
 DEFAULT_USERS = ("dev1", "dev2", "dev3", "dev4", "intruder", "fleet")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def password_of(user: str) -> str:
