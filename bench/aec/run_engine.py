@@ -14,6 +14,7 @@ Ends with ``os._exit`` so native runtimes cannot abort the interpreter's teardow
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import os
@@ -30,25 +31,44 @@ import numpy as np
 
 _ROOT = Path(__file__).resolve().parents[2]
 _KERNEL = "edgevoice.audio.aec._kernel"
-# setup.py's own flags for the kernel (-O3, no fused multiply-adds), for a shared object
-_KERNEL_FLAGS = ("-shared", "-fPIC", "-O3", "-ffp-contract=off")
+_SHARED_OBJECT = ("-shared", "-fPIC")
 _REV_MODULES = ("ring", "fft", "fractional", "delay", "numpy_kernel", "leak", "distortion", "coherence",
                 "echo_presence", "drift", "engine")  # in import order
 
 
+def kernel_flags(setup_py: str) -> tuple[str, ...]:
+    """The ``extra_compile_args`` that a setup.py's source gives the kernel's Extension,
+    read from its syntax tree (setup.py is a script: importing it would run setup)."""
+    for node in ast.walk(ast.parse(setup_py)):
+        if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Extension" and node.args
+                and isinstance(node.args[0], ast.Constant) and node.args[0].value == _KERNEL):
+            for keyword in node.keywords:
+                if keyword.arg == "extra_compile_args":
+                    return tuple(str(flag) for flag in ast.literal_eval(keyword.value))
+            return ()
+    raise ValueError(f"no Extension({_KERNEL!r}, ...) in this setup.py")
+
+
+def _git_show(rev: str, path: str) -> bytes | None:
+    proc = subprocess.run(["git", "-C", str(_ROOT), "show", f"{rev}:{path}"],
+                          capture_output=True, check=False)
+    return proc.stdout if proc.returncode == 0 else None
+
+
 def _kernel_at(rev: str) -> None:
     """The compiled kernel of git revision ``rev`` in place of the installed one, in this
-    process: built from that revision's ``_kernel.c`` with setup.py's flags (once per
-    source, cached under the temp dir), so a before/after run compares the kernels too.
-    A revision without one keeps the installed kernel (its engine ran numpy only)."""
-    proc = subprocess.run(["git", "-C", str(_ROOT), "show", f"{rev}:audio/aec/_kernel.c"],
-                          capture_output=True, check=False)
-    if proc.returncode != 0:
+    process: built from that revision's ``_kernel.c`` with that revision's setup.py flags
+    (once per source and flags, cached under the temp dir), so a before/after run compares
+    the kernels too. A revision without one keeps the installed kernel (its engine ran
+    numpy only)."""
+    source = _git_show(rev, "audio/aec/_kernel.c")
+    setup_py = _git_show(rev, "setup.py")
+    if source is None or setup_py is None:
         return
-    source = proc.stdout
+    flags = (*_SHARED_OBJECT, *kernel_flags(setup_py.decode()))
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     cache = Path(tempfile.gettempdir()) / "edgevoice-aec-bench" / "kernels"
-    key = hashlib.sha256(source).hexdigest()[:16]
+    key = hashlib.sha256(source + " ".join(flags).encode()).hexdigest()[:16]
     built = cache / f"{key}{suffix}"
     if not built.exists():
         cache.mkdir(parents=True, exist_ok=True)
@@ -57,7 +77,7 @@ def _kernel_at(rev: str) -> None:
         src.write_bytes(source)
         include = sysconfig.get_paths()["include"]
         compiler = os.environ.get("CC", "cc")
-        done = subprocess.run([compiler, *_KERNEL_FLAGS, f"-I{include}", str(src), "-o", str(partial), "-lm"],
+        done = subprocess.run([compiler, *flags, f"-I{include}", str(src), "-o", str(partial), "-lm"],
                               capture_output=True, text=True, check=False)
         src.unlink()
         if done.returncode != 0:

@@ -54,3 +54,16 @@ def test_an_older_revision_runs_on_its_own_kernel_and_the_checkout_on_its_own() 
     assert int(removed) > 20  # and it cancels with it
     compiled, leak, _removed = _at("HEAD")
     assert (compiled, leak) == ("True", "True")
+
+
+def test_the_kernel_is_built_with_the_flags_its_own_setup_py_gives_it() -> None:
+    sys.path.insert(0, str(_ROOT / "bench" / "aec"))
+    try:
+        import run_engine
+    finally:
+        sys.path.pop(0)
+    assert run_engine.kernel_flags((_ROOT / "setup.py").read_text()) == ("-O3", "-ffp-contract=off")
+    changed = (_ROOT / "setup.py").read_text().replace('"-ffp-contract=off"', '"-ffp-contract=fast"')
+    assert run_engine.kernel_flags(changed) == ("-O3", "-ffp-contract=fast")
+    with pytest.raises(ValueError, match="no Extension"):
+        run_engine.kernel_flags("from setuptools import setup\nsetup()\n")
