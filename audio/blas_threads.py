@@ -18,11 +18,22 @@ overridden.
 
 from __future__ import annotations
 
+import logging
+
+_LOGGER = logging.getLogger(__name__)
+
 
 def use_one_blas_thread() -> list[str]:
     """Limit every BLAS library loaded in this process to one thread. Returns what was
-    limited (``"openblas 2 -> 1"``), empty when there was nothing to limit."""
-    from threadpoolctl import threadpool_info, threadpool_limits
+    limited (``"openblas 2 -> 1"``), empty when there was nothing to limit. Without
+    threadpoolctl (a venv older than the dependency) it says so and changes nothing: the
+    limit is a matter of speed, not of working."""
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+    except ImportError:
+        _LOGGER.warning("threadpoolctl is not installed, so numpy's BLAS keeps a thread per core "
+                        "(slower first words beside the turn model): pip install threadpoolctl")
+        return []
 
     before = [info for info in threadpool_info() if info.get("user_api") == "blas"]
     threadpool_limits(limits=1, user_api="blas")  # kept: not used as a context manager

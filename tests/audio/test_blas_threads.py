@@ -33,3 +33,17 @@ def test_every_blas_library_is_left_with_one_thread_and_products_are_unchanged()
     assert report["after"] == [1] * len(report["before"])
     assert report["limited"] == ["openblas 2 -> 1"] * len(report["before"])
     assert report["same"]
+
+
+def test_without_threadpoolctl_it_says_what_to_install_and_changes_nothing() -> None:
+    child = """
+import logging, sys
+sys.modules["threadpoolctl"] = None  # an older venv, installed before the dependency
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+from edgevoice.audio.blas_threads import use_one_blas_thread
+print(use_one_blas_thread())
+"""
+    out = subprocess.run([sys.executable, "-c", child], check=True, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == "[]"
+    assert "pip install threadpoolctl" in out.stderr
