@@ -100,15 +100,14 @@ def _engine_at(rev: str) -> Any:
     _kernel_at(rev)
     engine = None
     for name in _REV_MODULES:
-        proc = subprocess.run(["git", "-C", str(_ROOT), "show", f"{rev}:audio/aec/{name}.py"],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
+        source = _git_show(rev, f"audio/aec/{name}.py")
+        if source is None:
             continue  # the module did not exist yet
         full = f"edgevoice.audio.aec.{name}"
         module = types.ModuleType(full)
         module.__file__ = f"{rev}:audio/aec/{name}.py"
         sys.modules[full] = module
-        exec(compile(proc.stdout, module.__file__, "exec"), module.__dict__)  # our own code at REV
+        exec(compile(source, module.__file__, "exec"), module.__dict__)  # our own code at REV
         engine = module
     if engine is None:
         raise SystemExit(f"no audio/aec/engine.py at {rev}")
