@@ -97,7 +97,7 @@ async def run(trials: int, seed: int, overrides: list[str], alone_min: float = 0
     daemon.bus.subscribe(person.on_event)
     # the request in the bundled voice, as `edgevoice demo`'s person says it (pocketsphinx
     # mis-hears espeak-ng's "tell me a story" often enough to spoil trials)
-    story = synthesize_lines(daemon.config.tts.voice, None, (Line(STORY),))[STORY]
+    story = synthesize_lines(daemon.config.tts.voice, None, (Line(STORY),), still=False)[STORY]
     # the echo's level at the mic: the device's voice at its volume through the room's path
     from edgevoice.audio.speaking.tts_piper import PiperTts
     from edgevoice.models import ModelKind, resolve_model

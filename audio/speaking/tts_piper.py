@@ -133,7 +133,11 @@ class PiperTts(TtsEngine):
         volume: float = 1.0,
         voice_name: str | None = None,
         keep_chars: int = 30,
+        still: bool = False,
     ) -> None:
+        """``still``: piper's VITS noise off, so a text comes out as the same take on every
+        call and in every process (a scripted person, a test). Otherwise each call draws
+        its timing and voice afresh, as a device's replies should sound."""
         self.model_path = Path(model_path)
         self.voice = load_piper_voice(self.model_path, threads)
         self.keep_chars = keep_chars
@@ -144,7 +148,9 @@ class PiperTts(TtsEngine):
         self._voice_name = voice_name or self.model_path.name.removesuffix(".onnx")
         from piper.config import SynthesisConfig
 
-        self.syn_config = SynthesisConfig(length_scale=length_scale, volume=volume)
+        noise = 0.0 if still else None  # None: the voice's own noise scales
+        self.syn_config = SynthesisConfig(length_scale=length_scale, volume=volume, noise_scale=noise,
+                                          noise_w_scale=noise)
         # The grow-back's inputs, phonemized now (espeak is used by one thread only).
         self._grow_ids = [ids for length in (keep_chars // 2, keep_chars)
                           for ids in self._phoneme_ids(_rewarm_text(length))]

@@ -147,13 +147,19 @@ def spoken_words(text: str) -> list[str]:
     return re.sub(r"[^\w' ]+", " ", text.lower()).split()
 
 
-def synthesize_lines(config_voice: str, models_dir: str | None, script: tuple[Line, ...]) -> dict[str, Pcm]:
-    """The person's lines, in the bundled voice but slower than the device speaks."""
+def synthesize_lines(config_voice: str, models_dir: str | None, script: tuple[Line, ...], *,
+                     still: bool = True) -> dict[str, Pcm]:
+    """The person's lines, in the bundled voice but slower than the device speaks.
+    ``still``: the same take of each line on every run (piper's noise off), so the demo
+    plays out the same way each time: a random take of "What time is it?" now and then ends
+    on an "it" so faint that the phrase grammar reads "what time is" (1 demo in ~40 failed
+    so). ``still=False``: a fresh take each run, as the benchmarks' person says them."""
     from edgevoice.audio.speaking.tts_piper import PiperTts
     from edgevoice.models import ModelKind, resolve_model
 
     location = resolve_model(config_voice, ModelKind.TTS, models_dir)
-    engine = PiperTts(location.path, threads=1, length_scale=1.15, volume=1.0, voice_name=location.name)
+    engine = PiperTts(location.path, threads=1, length_scale=1.15, volume=1.0, voice_name=location.name,
+                      still=still)
     voices: dict[str, Pcm] = {}
     for line in script:
         audio = engine.synthesize(line.text)

