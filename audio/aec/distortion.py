@@ -36,9 +36,11 @@ if TYPE_CHECKING:
 _Floats = npt.NDArray[np.floating[Any]]
 _Complex = npt.NDArray[np.complexfloating[Any, Any]]
 
-# Chosen on bench/aec_rooms' tuning rooms (docs/aec.md, eleventh round): ±24 bins (±1.2 kHz
-# at 50 Hz a bin) took 2 dB more echo than ±8 (37.7 against 35.7) for 0.02 dB more near-end loss.
-SPREAD_BINS = 24
+# Chosen on bench/aec_rooms' tuning rooms: ±24 bins (±1.2 kHz at 50 Hz a bin) took 2 dB more
+# echo than ±8 for 0.02 dB more near-end loss (eleventh round). On the corpus's still take
+# ±28 (±1.4 kHz) takes 0.5 dB more than ±24 at the same loss and barge-in; ±32 took 0.9 but
+# stopped the device 120-220 ms later in two rooms' interruptions (docs/aec.md, fifteenth round).
+SPREAD_BINS = 28
 BANDS = 10  # equal-width bands the share is learnt in (800 Hz each at 161 bins)
 MEAN_RATE = 0.05  # per-block rate of the power means the fluctuations are taken from
 RATE = 0.005  # per-block rate of the regression (~2 s)
