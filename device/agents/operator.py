@@ -64,7 +64,8 @@ class OperatorAgentClient(AgentClient):
         pending = desk.open_turn(turn.text, low_confidence=turn.low_confidence,
                                  timeout_s=self._config.timeout_s)
         try:
-            text = await asyncio.wait_for(asyncio.shield(pending.answer), self._config.timeout_s)
+            async with asyncio.timeout(self._config.timeout_s):
+                text = await asyncio.shield(pending.answer)
         except TimeoutError:
             desk.close_turn(pending, "timeout")
             raise NoOperator(f"no operator answered within {self._config.timeout_s:g} s") from None

@@ -135,7 +135,8 @@ class EsphomeSurface:
         self._background.cancel()
         if self._server is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 5)
+                async with asyncio.timeout(5):
+                    await self._server.wait_closed()
         self.bridge.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -65,11 +65,13 @@ class ApiSession:
 
     async def run(self) -> None:
         try:
-            first = (await asyncio.wait_for(self.reader.readexactly(1), HELLO_TIMEOUT_S))[0]
+            async with asyncio.timeout(HELLO_TIMEOUT_S):
+                first = (await self.reader.readexactly(1))[0]
             codec = self._choose(first)
             if codec is None:
                 return
-            await asyncio.wait_for(codec.handshake(self.reader, self.writer), HELLO_TIMEOUT_S)
+            async with asyncio.timeout(HELLO_TIMEOUT_S):
+                await codec.handshake(self.reader, self.writer)
             self.codec = codec
             while not self._closing:
                 kind, data = await codec.read(self.reader)

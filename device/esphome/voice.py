@@ -279,7 +279,8 @@ class VoiceBridge:
         deadline = time.monotonic() + STREAM_WAIT_S
         while (left := deadline - time.monotonic()) > 0:
             try:
-                item = await asyncio.wait_for(run.items.get(), left)
+                async with asyncio.timeout(left):
+                    item = await run.items.get()
             except TimeoutError:
                 return None
             if item[0] in ("stream-start", "audio"):

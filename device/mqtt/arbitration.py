@@ -25,6 +25,7 @@ from typing import Any
 
 from edgevoice.device.mqtt.election import Claim, Election, Room, Verdict
 from edgevoice.device.mqtt.topics import check_level
+from edgevoice.device.runtime.tasks import wait_event
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -177,10 +178,7 @@ class WakeArbiter:
                 remaining = election.next_check(self._clock()) - self._clock()
                 if remaining <= 0:
                     continue
-                try:
-                    await asyncio.wait_for(self._changed.wait(), remaining)
-                except TimeoutError:
-                    pass
+                await wait_event(self._changed, remaining)
         finally:
             self._election = None
         self._send({"type": "answered" if verdict is Verdict.ANSWER else "stood_down"})

@@ -12,7 +12,6 @@ need. Announcements play one at a time, in the order they came.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import tempfile
 import time
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from edgevoice.audio.speaking.earcons import Earcon, earcon_pcm
 from edgevoice.device.mqtt.remote import BusyError
 from edgevoice.device.runtime.state import State
+from edgevoice.device.runtime.tasks import wait_event
 from edgevoice.device.runtime.turns import new_id, once
 from edgevoice.device.speaking.reply import ReplyStatus
 from edgevoice.errors import EdgeVoiceError
@@ -138,8 +138,7 @@ class Announcer:
                 if deadline is not None and time.monotonic() >= deadline:
                     return False
                 changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), POLL_S)
+                await wait_event(changed, POLL_S)
             return True
         finally:
             unsubscribe()

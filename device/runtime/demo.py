@@ -93,7 +93,8 @@ class Person:
             if remaining <= 0:
                 return None
             try:
-                event = await asyncio.wait_for(self.events.get(), remaining)
+                async with asyncio.timeout(remaining):
+                    event = await self.events.get()
             except TimeoutError:
                 return None
             if event.type in types:

@@ -155,7 +155,8 @@ async def run_live_selftest(daemon: Daemon, tap: FrameTap) -> dict[str, Any]:
         recording = tap.record(periods)
         speaker.enqueue(played, utterance_id="aec-selftest", kind="earcon")
         try:
-            frames = await asyncio.wait_for(recording, timeout=periods * period / SAMPLE_RATE + 10.0)
+            async with asyncio.timeout(periods * period / SAMPLE_RATE + 10.0):
+                frames = await recording
         finally:
             tap.cancel()
             speaker.drop("aec-selftest")

@@ -34,6 +34,21 @@ async def cancel_task(task: asyncio.Task[Any] | None, timeout_s: float = 5.0) ->
             _LOGGER.debug("task %s ended with %r while being cancelled", task.get_name(), exc)
 
 
+async def wait_event(event: asyncio.Event, timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` for ``event``; True if it was set.
+
+    Not ``asyncio.wait_for``: on Python 3.11 (Raspberry Pi OS Bookworm's) a cancel that lands
+    in the loop iteration in which the awaited wait finishes is lost there (``wait_for``
+    returns the result instead; fixed in 3.12). A barge-in's cancel of a reply was lost so,
+    the reply ran on, and the conversation waited 5 s for it under its lock."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
 def where_waiting(task: asyncio.Task[Any]) -> str:
     """Where a suspended task waits: the chain of coroutines it awaits through, innermost
     first (what a task that does not stop when cancelled is stuck on). ``Task.get_stack``

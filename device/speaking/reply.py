@@ -52,6 +52,7 @@ from edgevoice.audio.speaking.heard import heard_text
 from edgevoice.audio.speaking.playback import SegmentProgress, Speaker
 from edgevoice.audio.speaking.tts import Synthesizer, TtsAudio, shift_word_ends
 from edgevoice.device.events import EventBus, EventType
+from edgevoice.device.runtime.tasks import wait_event
 from edgevoice.device.speaking.markdown import SpeakableSplitter
 from edgevoice.device.system.memory import release_memory
 from edgevoice.errors import EdgeVoiceError
@@ -468,10 +469,7 @@ class ReplySpeaker:
                 return
             if self.speaker.pending_samples(reply.utterance_id) == 0:
                 return  # e.g. dropped by someone else: nothing more will play
-            try:
-                await asyncio.wait_for(reply.played.wait(), self.poll_s)
-            except TimeoutError:
-                pass
+            await wait_event(reply.played, self.poll_s)  # a cancel here is never lost
             reply.played.clear()
 
     def _finish(self, reply: _Reply, status: ReplyStatus, error: dict[str, str] | None) -> ReplyOutcome:

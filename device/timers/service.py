@@ -9,7 +9,6 @@ it through ``DeviceActions.timers``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import time
@@ -17,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgevoice.device.runtime.tasks import cancel_task
+from edgevoice.device.runtime.tasks import cancel_task, wait_event
 from edgevoice.device.timers.model import TimerBook
 from edgevoice.device.timers.phrases import (
     TimerAction,
@@ -168,8 +167,7 @@ class TimerService:
             # Wake at the next timer's end, at least once a second (the wall clock may jump).
             wait = 1.0 if nxt is None else min(1.0, max(0.0, nxt.ends_at - now))
             self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), wait)
+            await wait_event(self._changed, wait)
 
     def _show_countdown(self, now: float) -> None:
         # Every pass of _run (each second, and at once after a change); "none" only once.
@@ -188,8 +186,7 @@ class TimerService:
             while self.book.ringing and time.monotonic() - started < RING_MAX_S:
                 self._ring()
                 self._changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), RING_PERIOD_S)
+                await wait_event(self._changed, RING_PERIOD_S)
         finally:
             if self.book.ringing:
                 _LOGGER.info("nobody stopped the timer in %.0f s: silencing it", RING_MAX_S)

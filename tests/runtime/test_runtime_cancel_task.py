@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from edgevoice.device.runtime.tasks import cancel_task
+from edgevoice.device.runtime.tasks import cancel_task, wait_event
 
 
 async def _ignores_cancellation(release: asyncio.Event) -> None:
@@ -64,3 +64,29 @@ async def test_a_task_that_stops_is_not_reported(caplog: pytest.LogCaptureFixtur
         await cancel_task(task, timeout_s=1.0)
     assert task.cancelled()
     assert not caplog.records
+
+
+async def test_wait_event_says_whether_the_event_came_in_time() -> None:
+    event = asyncio.Event()
+    assert not await wait_event(event, 0.01)
+    asyncio.get_running_loop().call_later(0.01, event.set)
+    assert await wait_event(event, 5.0)
+
+
+async def test_a_cancel_that_meets_the_event_is_not_lost() -> None:
+    """The event is set and the waiter cancelled in one loop iteration (a reply's last audio
+    heard as a barge-in cancels it). ``asyncio.wait_for`` on Python 3.11 returned the wait's
+    result there and the cancel was gone; ``wait_event`` ends cancelled."""
+
+    async def poll(event: asyncio.Event) -> None:
+        while True:  # as the reply's wait for its audio to be heard
+            await wait_event(event, 0.5)
+            event.clear()
+
+    event = asyncio.Event()
+    task = asyncio.create_task(poll(event))
+    await asyncio.sleep(0.01)
+    event.set()
+    task.cancel()
+    await asyncio.wait({task}, timeout=2)
+    assert task.cancelled()

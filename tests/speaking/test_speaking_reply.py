@@ -183,3 +183,29 @@ async def test_agent_failure_plays_what_was_queued_then_reports_failed() -> None
     done = events[-1]
     assert done.type == "reply.done" and done.data["status"] == "failed"
     assert done.data["heard_text"] == SENTENCES[0]
+
+
+async def test_a_cancel_that_meets_a_finished_sentence_still_stops_the_reply() -> None:
+    """The barge-in's cancel can land in the very loop iteration in which the audio thread
+    reports a sentence played. Python 3.11's ``asyncio.wait_for`` lost a cancel then (it
+    returned the finished wait instead), the reply went on as if never cancelled, and the
+    conversation, waiting for it under its lock, hung 5 s (bench/bargein_daemon.py saw it)."""
+    speaker, replies, events = _setup(gap_ms=50)
+    driver = PlaybackDriver(speaker)
+    task = asyncio.create_task(replies.speak(stream_text([" ".join(SENTENCES)]), "u9"))
+    # every sentence queued and none played: the reply waits for its audio to be heard
+    await _until(lambda: len(speaker.progress("u9")) == len(SENTENCES))
+    await asyncio.sleep(0.2)
+    first = speaker.progress("u9")[0]
+    while speaker.progress("u9")[0].played < first.total:
+        driver.step()  # on this thread: the "played" report is queued on the loop, not run yet
+    asyncio.get_running_loop().call_soon(task.cancel)  # runs right after that report
+    try:
+        await asyncio.wait({task}, timeout=3)  # not a timeout around ``await task``: its own
+        assert task.cancelled()  # cancel would pass for the task's in pytest.raises
+    finally:
+        task.cancel()
+        driver.stop()
+    done = [e for e in events if e.type == "reply.done"]
+    assert [e.data["status"] for e in done] == ["interrupted"]
+    assert speaker.pending_samples("u9") == 0
