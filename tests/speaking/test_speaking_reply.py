@@ -13,6 +13,7 @@ from edgevoice.audio.speaking.heard import heard_text
 from edgevoice.audio.speaking.playback import Speaker
 from edgevoice.audio.speaking.tts import Synthesizer
 from edgevoice.device.events import Event, EventBus
+from edgevoice.device.runtime.tasks import where_waiting
 from edgevoice.device.speaking.reply import ReplyOutcome, ReplySpeaker, ReplyStatus
 
 SENTENCES = [
@@ -194,15 +195,16 @@ async def test_a_cancel_that_meets_a_finished_sentence_still_stops_the_reply() -
     driver = PlaybackDriver(speaker)
     task = asyncio.create_task(replies.speak(stream_text([" ".join(SENTENCES)]), "u9"))
     # every sentence queued and none played: the reply waits for its audio to be heard
-    await _until(lambda: len(speaker.progress("u9")) == len(SENTENCES))
-    await asyncio.sleep(0.2)
+    await _until(lambda: "_wait_played" in where_waiting(task))
     first = speaker.progress("u9")[0]
     while speaker.progress("u9")[0].played < first.total:
         driver.step()  # on this thread: the "played" report is queued on the loop, not run yet
     asyncio.get_running_loop().call_soon(task.cancel)  # runs right after that report
     try:
-        await asyncio.wait({task}, timeout=3)  # not a timeout around ``await task``: its own
-        assert task.cancelled()  # cancel would pass for the task's in pytest.raises
+        # asyncio.wait, not pytest.raises(CancelledError) under a timeout: the timeout's own
+        # cancel of this test would pass for the reply's
+        await asyncio.wait({task}, timeout=3)
+        assert task.cancelled()
     finally:
         task.cancel()
         driver.stop()
