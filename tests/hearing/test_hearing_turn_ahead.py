@@ -50,12 +50,13 @@ class ScriptedJudge(TurnJudge):
         pass
 
 
-def hear(ahead_ms: int, probability: float, delay_s: float) -> tuple[ScriptedJudge, SpeechStopped, float]:
+def hear(ahead_ms: int, probability: float, delay_s: float, config: EndpointConfig = CONFIG
+         ) -> tuple[ScriptedJudge, SpeechStopped, float]:
     speech = piper_speech("Set a timer for ten minutes.")
     scene = place([(0.5, speech)], 0.5 + len(speech) / SAMPLE_RATE + 2.5, snr_db=45, seed=4)
     listener: Listener
     judge = ScriptedJudge(lambda: listener.now, probability, delay_s)
-    listener = Listener(build_vad(VadConfig()), None, endpoint=endpoint_settings(CONFIG), turn_judge=judge,
+    listener = Listener(build_vad(VadConfig()), None, endpoint=endpoint_settings(config), turn_judge=judge,
                         turn_ask_ahead_ms=ahead_ms)
     stops = [e for f in frames(scene.audio) for e in listener.process(f) if isinstance(e, SpeechStopped)]
     assert len(stops) == 1, stops
@@ -94,6 +95,18 @@ def test_without_asking_ahead_the_model_is_asked_at_the_check_on_what_was_said()
 def test_an_answer_of_not_done_leaves_the_pause_to_the_fixed_silence() -> None:
     _, stop, _ = hear(100, 0.0, delay_s=0.05)
     assert stop.reason == "silence" and stop.detected - stop.t == pytest.approx(1.5, abs=0.04)
+
+
+def test_with_the_shipped_settings_a_slow_decision_still_ends_a_finished_turn_at_the_check() -> None:
+    # smart-turn on, everything else as shipped: the model is asked ahead, so a decision
+    # that takes 150 ms (one here; 3-5x that on a Pi 4) is in before the check (320 ms
+    # into the pause) instead of adding its time after it
+    shipped = EndpointConfig(turn_model="smart-turn", hold_silence_ms=0)
+    judge, stop, _ = hear(shipped.turn_ask_ahead_ms, 1.0, delay_s=0.15, config=shipped)
+    ((asked_at, ticket, _),) = judge.asked
+    assert ticket < 0 and asked_at - stop.t < 0.2
+    assert stop.reason == "complete"
+    assert stop.detected - stop.t == pytest.approx(0.32, abs=0.011)
 
 
 def test_padding_adds_silence_and_keeps_the_models_window() -> None:

@@ -61,15 +61,16 @@ class EndpointConfig:
     turn_model: str = setting(
         "off", "End of turn by a turn-completion model: off (the turn ends after end_silence_ms "
         "of silence) or smart-turn (pipecat's smart-turn v3, ~90 ms CPU per pause on a 2-core "
-        "x86-64, 3-5x that on a Pi 4: after turn_check_ms of silence it is asked whether the "
-        "person is done; a finished turn ends then, one mid-thought waits up to end_silence_ms; "
+        "x86-64, 3-5x that on a Pi 4: asked in each pause whether the person is done, a finished "
+        "turn ends after turn_check_ms of silence, one mid-thought waits up to end_silence_ms; "
         "docs/hearing.md).", choices=("off", "smart-turn"), restart=True,
     )
     turn_model_name: str = setting(
         "smart-turn-v3", "The turn model: registry name or path of the .onnx.", restart=True,
     )
     turn_check_ms: int = setting(
-        200, "With a turn model: silence after which it is asked. Keep it below end_silence_ms.",
+        300, "With a turn model: silence after which its answer may end the turn (asked sooner, "
+        "see turn_ask_ahead_ms). Keep it below end_silence_ms.",
         minimum=50, maximum=5000, restart=True,
     )
     turn_threshold: float = setting(
@@ -77,12 +78,12 @@ class EndpointConfig:
         minimum=0.0, maximum=1.0, restart=True,
     )
     turn_ask_ahead_ms: int = setting(
-        0, "With a turn model: ask it once the pause has lasted this long, on the pause's audio "
-        "with silence added up to turn_check_ms, so its answer is in when the check comes (the "
-        "decision still falls at turn_check_ms): at 100, ~45 ms off the end of turn and ~40 off "
-        "the first sound, for 2.5-3.2 more broken-off turns in 100 cut early (docs/hearing.md, "
-        "'Asking ahead'). A pause the person ends in between costs one decision. 0, or at least "
-        "turn_check_ms: ask at turn_check_ms.",
+        100, "With a turn model: ask it once the pause has lasted this long, on the pause's audio "
+        "with silence added up to turn_check_ms, so its answer is in when the check comes and the "
+        "turn ends at the check, not a decision's CPU time after it (~120 ms here, 3-5x that on a "
+        "Pi 4); the decision also runs before piper renders the prepared reply. A pause the person "
+        "ends in between costs one decision. 0, or at least turn_check_ms: ask at turn_check_ms "
+        "(docs/hearing.md, 'Asking ahead').",
         minimum=0, maximum=5000, restart=True,
     )
     hold_silence_ms: int = setting(
