@@ -80,10 +80,10 @@ class EndpointConfig:
     turn_ask_ahead_ms: int = setting(
         100, "With a turn model: ask it once the pause has lasted this long, on the pause's audio "
         "with silence added up to turn_check_ms, so its answer is in when the check comes and the "
-        "turn ends at the check, not a decision's CPU time after it (~120 ms here, 3-5x that on a "
-        "Pi 4); the decision also runs before piper renders the prepared reply. A pause the person "
-        "ends in between costs one decision. 0, or at least turn_check_ms: ask at turn_check_ms "
-        "(docs/hearing.md, 'Asking ahead').",
+        "turn ends at the check, not a decision's CPU time after it (50-120 ms on a 2-core "
+        "x86-64, 3-5x on a Pi 4); the decision also runs before piper renders the prepared "
+        "reply. A pause the person ends in between costs one decision. 0, or at least "
+        "turn_check_ms: ask at turn_check_ms (docs/hearing.md, 'Asking ahead').",
         minimum=0, maximum=5000, restart=True,
     )
     hold_silence_ms: int = setting(
