@@ -148,7 +148,7 @@ def run_clip(clip: Clip, windows: Sequence[VadWindow], readings: Readings, setti
         for event in listener.process(clip.audio[i:i + FRAME]):
             if isinstance(event, EarlyTranscript):
                 result = event.result()
-                held = mid_thought(result.text, result.end_mark)
+                held = mid_thought(result.text, result.end_mark, result.next_words)
                 run.passes.append(Pass(result.text, held, event.t, event.earliest_end_s))
             elif isinstance(event, SpeechResumed) and run.passes:
                 run.passes[-1].resumed_s = event.t

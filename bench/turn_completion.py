@@ -199,8 +199,11 @@ def run_clip(clip: Clip, windows: Sequence[VadWindow], settings: EndpointSetting
     # the pause that counts: the mid-phrase one (incomplete), the closing one (complete)
     lo, hi = clip.pause_s if clip.pause_s is not None else (clip.speech_end_s, float("inf"))
     read = [v for at, v in (reader.delivered if reader else []) if lo <= at <= hi]
+    # the words read last, and a word the recognizer weighed and left out that held them
+    heard = f"{read[-1].text} [+{read[-1].left_out}]" if read and read[-1].left_out else (
+        read[-1].text if read else "")
     return Outcome(early, split, delay, judge.asked if judge else 0, over[0].reason if over else "none",
-                   any(v.mid_thought for v in read), read[-1].text if read else "")
+                   any(v.mid_thought for v in read), heard)
 
 
 # --- scores ----------------------------------------------------------------------------

@@ -73,9 +73,10 @@ class Readings:
             # process CPU: the decode runs on the engine's own worker thread while this one
             # waits, and nothing else in the bench runs meanwhile
             started = time.process_time()
-            text, words, mark = self.engine.decode(pcm).result()
+            text, words, mark, next_words = self.engine.decode(pcm).result()
             cpu_ms = 1000.0 * (time.process_time() - started)
-            result = make_result(text, words, self.engine.low_confidence, len(pcm), end_mark=mark)
+            result = make_result(text, words, self.engine.low_confidence, len(pcm), end_mark=mark,
+                                 next_words=next_words)
             self.cache[key] = (result, cpu_ms)
             self.fresh_cpu_ms.append(cpu_ms)
         return self.cache[key]

@@ -62,6 +62,10 @@ class AsrResult:
     # the punctuation the engine wrote after the last word ("," for a list going on), for
     # engines that write any (Moonshine); the words above never carry it
     end_mark: str = ""
+    # the words the engine weighed writing after its last one when it stopped, each with the
+    # probability it gave it (Moonshine on onnxruntime; empty for engines that do not say):
+    # a trailing "uh" or "and" that it heard and left out (see turn_text)
+    next_words: tuple[tuple[str, float], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -79,6 +83,7 @@ def make_result(
     phrases: Sequence[str] = (),
     *,
     end_mark: str = "",
+    next_words: Sequence[tuple[str, float]] = (),
 ) -> AsrResult:
     """The final result. In grammar mode (``phrases``) a text that is not one of the
     phrases (a phrase cut short, words of several phrases mixed) is low-confidence too."""
@@ -92,6 +97,7 @@ def make_result(
         low_confidence=bool(words) and (confidence < low_confidence_threshold or off_grammar),
         audio_s=audio_samples / SAMPLE_RATE,
         end_mark=end_mark if clean else "",
+        next_words=tuple(next_words) if clean else (),
     )
 
 

@@ -61,6 +61,7 @@ from edgevoice.audio.hearing.asr import (
 from edgevoice.audio.hearing.asr_moonshine_ort import OrtDecoder
 from edgevoice.audio.hearing.moonshine_audio import (
     MIN_DECODE_SAMPLES,
+    NOTHING,
     Decoded,
     end_mark,
     normalise,
@@ -150,7 +151,7 @@ class _Decoder:
         """Text, words and end mark of 16 kHz int16 audio; word times from its first sample."""
         begin, end = speech_span(pcm)
         if end - begin < MIN_DECODE_SAMPLES:
-            return "", [], ""
+            return NOTHING
         audio: npt.NDArray[np.float32] = np.ascontiguousarray(pcm[begin:end], dtype=np.float32)
         audio /= np.float32(32768.0)
         offset = begin / SAMPLE_RATE
@@ -182,7 +183,7 @@ class _Decoder:
             # No word times (tiny-en comes without its word-timing model, so always here):
             # the words spread evenly over the audio decoded, confidence 1.
             words = spread_words(texts, offset, offset + len(audio) / SAMPLE_RATE)
-        return " ".join(texts), words, mark
+        return Decoded(" ".join(texts), words, mark)
 
     def close(self) -> None:
         self._transcriber.close()
@@ -356,7 +357,7 @@ class _MoonshineSession(AsrSession):
             return None
         self._partial_job = None
         try:
-            text, _, _ = job.result()
+            text = job.result().text
         except AsrError as err:
             _LOGGER.warning("a Moonshine partial failed: %s", err)
             return None
@@ -380,13 +381,14 @@ class _MoonshineSession(AsrSession):
         self._close()
 
         def result() -> AsrResult:
-            text, words, mark = job.result()
+            text, words, mark, next_words = job.result()
             if grammar and words:
                 phrase = closest_phrase(text.split(), grammar)
                 if phrase is not None and phrase != text:
                     words = _respell(words, phrase)
                     text = phrase
-            return make_result(text, words, threshold, samples, grammar, end_mark=mark)
+            return make_result(text, words, threshold, samples, grammar, end_mark=mark,
+                               next_words=next_words)
 
         return result
 

@@ -11,6 +11,13 @@ its key/value cache (``use_cache_branch``). ``InferenceSession.run`` releases th
 on the engine's worker thread the front end goes on while it decodes; between steps
 only an argmax over the vocabulary runs in Python.
 
+What it weighed writing next. Where the greedy decode stops, the decoder's last step says
+which words it nearly wrote instead of stopping: tiny-en learned from cleaned transcripts,
+so a trailing "uh" or "and" that the audio holds is often left out of the text, yet "Uh"
+or "And" takes 10-40 % there (docs/hearing.md, "What the recognizer left out"). The
+likeliest few such words are read on to their end, a few decoder steps each, and handed
+back with their probabilities for the end of turn to weigh (:mod:`.turn_text`).
+
 Memory: the quantized decoder keeps its weights as integers and widens them (Cast, Mul)
 on every step, so onnxruntime's CPU arena grows by ~260 MB during a decode of base-en
 (~470 MB with memory patterns on). ``shrink_arena`` hands that back at the end of every
@@ -22,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +38,7 @@ from edgevoice.audio.frames import SAMPLE_RATE, Pcm
 from edgevoice.audio.hearing.asr import AsrError, AsrModelError, Word
 from edgevoice.audio.hearing.moonshine_audio import (
     MIN_DECODE_SAMPLES,
+    NOTHING,
     Decoded,
     end_mark,
     normalise,
@@ -45,6 +53,17 @@ TOKENS_PER_SECOND = 6.5  # upstream's cap on output length: no more tokens than 
 MAX_PIECE_S = 20.0  # longer audio is decoded in pieces (see pieces)
 _BOS, _EOS = 1, 2
 _WORD_MARK = "\u2581"  # sentencepiece's word boundary
+NEXT_WORD_CANDIDATES = 4  # the likeliest words after the stop that are read on
+NEXT_WORD_MIN_P = 0.01  # a word less likely than this is not worth its decoder steps
+NEXT_WORD_MAX_PIECES = 3  # pieces read after a candidate's first ("\u2581U" "h" is "Uh")
+
+
+class Transcription(NamedTuple):
+    """One greedy decode: the text written, and the words the decoder weighed writing next
+    where it stopped (lower case, each with its probability, likeliest first)."""
+
+    text: str
+    next_words: tuple[tuple[str, float], ...] = ()
 
 
 def load_tokens(path: Path) -> list[bytes]:
@@ -118,7 +137,7 @@ class OrtMoonshine:
         self.layers = len(self._past) // 4
         self.hidden = int(self._encoder.get_outputs()[0].shape[-1])
 
-    def text(self, audio: npt.NDArray[np.float32]) -> str:
+    def transcribe(self, audio: npt.NDArray[np.float32]) -> Transcription:
         """Greedy decode of ``audio`` (16 kHz float, -1..1), at most
         :data:`TOKENS_PER_SECOND` tokens a second."""
         batch = audio[np.newaxis, :]
@@ -126,6 +145,7 @@ class OrtMoonshine:
         mask = np.ones(batch.shape, dtype=np.int64)
         if self._encoder_mask:
             feed["attention_mask"] = mask
+        next_words: tuple[tuple[str, float], ...] = ()
         try:
             hidden = self._encoder.run(None, feed, self._run_options)[0]
             step_feed: dict[str, Any] = {"encoder_hidden_states": hidden}
@@ -137,19 +157,59 @@ class OrtMoonshine:
             ids: list[int] = []
             token = _BOS
             for step in range(int(len(audio) / SAMPLE_RATE * TOKENS_PER_SECOND) + 2):
-                step_feed["input_ids"] = np.array([[token]], dtype=np.int64)
-                step_feed["use_cache_branch"] = np.array([step > 0])
-                names = self._outputs if step == 0 else self._step_outputs
-                out = self._decoder.run(names, step_feed, self._run_options)
-                token = int(np.argmax(out[0][0, -1]))
-                for name, value in zip(names[1:], out[1:], strict=True):
-                    step_feed["past_key_values" + name[len("present"):]] = value
+                logits = self._step(step_feed, token, first=step == 0)
+                token = int(np.argmax(logits))
                 if token == _EOS:
+                    next_words = self._next_words(logits, step_feed)
                     break
                 ids.append(token)
         except Exception as err:  # onnxruntime's RuntimeError/Fail: not a Python bug to hide
             raise AsrError(f"Moonshine failed to transcribe: {err}") from err
-        return detokenize(self._tokens, ids)
+        return Transcription(detokenize(self._tokens, ids), next_words)
+
+    def _step(self, feed: dict[str, Any], token: int, *, first: bool) -> npt.NDArray[np.float32]:
+        """One decoder step on ``token``: the next token's logits; ``feed``'s cache moves on."""
+        feed["input_ids"] = np.array([[token]], dtype=np.int64)
+        feed["use_cache_branch"] = np.array([not first])
+        names = self._outputs if first else self._step_outputs
+        out = self._decoder.run(names, feed, self._run_options)
+        for name, value in zip(names[1:], out[1:], strict=True):
+            feed["past_key_values" + name[len("present"):]] = value
+        logits: npt.NDArray[np.float32] = out[0][0, -1]
+        return logits
+
+    def _next_words(self, logits: npt.NDArray[np.float32], feed: dict[str, Any]
+                    ) -> tuple[tuple[str, float], ...]:
+        """The words the decoder weighed at its stop, each read on from its first piece."""
+        shifted = logits.astype(np.float64) - float(np.max(logits))
+        probabilities = np.exp(shifted) / float(np.sum(np.exp(shifted)))
+        words: dict[str, float] = {}  # "\u2581U" and "\u2581u" both read on to "uh": one word
+        for candidate in np.argsort(-probabilities)[:NEXT_WORD_CANDIDATES + 1]:
+            probability = float(probabilities[candidate])
+            if probability < NEXT_WORD_MIN_P:
+                break
+            if int(candidate) > _EOS and self._piece(int(candidate)).startswith(_WORD_MARK):
+                word = self._read_on(int(candidate), dict(feed))
+                if word:
+                    words[word] = words.get(word, 0.0) + probability
+        return tuple(sorted(((w, round(p, 4)) for w, p in words.items()), key=lambda wp: -wp[1]))
+
+    def _read_on(self, first: int, feed: dict[str, Any]) -> str:
+        """The word that begins with piece ``first``: greedy until the next word, a mark or
+        the end. ``feed`` is a copy: the cache arrays are replaced, never written into."""
+        ids = [first]
+        token = first
+        for _ in range(NEXT_WORD_MAX_PIECES):
+            token = int(np.argmax(self._step(feed, token, first=False)))
+            piece = self._piece(token)
+            if token <= _EOS or piece.startswith(_WORD_MARK) or not piece.replace("'", "").isalpha():
+                break
+            ids.append(token)
+        heard = normalise(detokenize(self._tokens, ids))
+        return heard[0] if heard else ""
+
+    def _piece(self, token: int) -> str:
+        return self._tokens[token].decode("utf-8", errors="replace") if token < len(self._tokens) else ""
 
 
 def pieces(pcm: Pcm, begin: int, end: int) -> list[tuple[int, int]]:
@@ -187,7 +247,7 @@ class OrtDecoder:
             raise AsrError("the Moonshine engine is closed")
         begin, end = speech_span(pcm, *self._span) if self._span else speech_span(pcm)
         if end - begin < MIN_DECODE_SAMPLES:
-            return "", [], ""
+            return NOTHING
         decoded = self._decode(model, pcm, begin, end)
         if not decoded[0] and self._retry_span:
             decoded = self._decode(model, pcm, *speech_span(pcm, *self._retry_span))
@@ -197,17 +257,18 @@ class OrtDecoder:
         texts: list[str] = []
         words: list[Word] = []
         mark = ""
+        next_words: tuple[tuple[str, float], ...] = ()
         for start, stop in pieces(pcm, begin, end):
             audio: npt.NDArray[np.float32] = np.ascontiguousarray(pcm[start:stop], dtype=np.float32)
             audio /= np.float32(32768.0)
-            written = model.text(audio)
-            heard = normalise(written)
+            written = model.transcribe(audio)
+            heard = normalise(written.text)
             texts.extend(heard)
-            if heard:
-                mark = end_mark(written)
+            if heard:  # the mark and the words weighed after the last words written
+                mark, next_words = end_mark(written.text), written.next_words
             # no word-timing model for these exports: words spread over the audio decoded
             words.extend(spread_words(heard, start / SAMPLE_RATE, stop / SAMPLE_RATE))
-        return " ".join(texts), words, mark
+        return Decoded(" ".join(texts), words, mark, next_words)
 
     def close(self) -> None:
         self._model = None

@@ -536,7 +536,8 @@ def _joined(pieces: list[tuple[Callable[[], AsrResult], int]], rate: int, low_co
     results = [piece().shifted(at / rate) for piece, at in pieces]
     said = [r for r in results if not r.empty]
     return make_result(" ".join(r.text for r in said), [w for r in results for w in r.words],
-                       low_confidence, samples, end_mark=said[-1].end_mark if said else "")
+                       low_confidence, samples, end_mark=said[-1].end_mark if said else "",
+                       next_words=said[-1].next_words if said else ())
 
 
 def _ready(result: AsrResult) -> Callable[[], AsrResult]:

@@ -5,6 +5,7 @@ the span of a turn's audio worth decoding, and its words as transcripts here wri
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,8 +16,20 @@ SPAN_LEAD_S = 0.03  # audio kept before the first loud 10 ms (see speech_span)
 SPAN_TAIL_S = 0.2  # and after the last
 _QUIET_LEVEL = 30.0  # dB over one LSB: -60 dBFS, below which nothing is speech
 MIN_DECODE_SAMPLES = SAMPLE_RATE // 10  # Moonshine needs ~0.1 s to say anything at all
-# One decode: the words as one text, the words with times, the mark after the last word.
-Decoded = tuple[str, list[Word], str]
+
+
+class Decoded(NamedTuple):
+    """One decode: the words as one text, the words with times, the mark after the last
+    word, and the words the model weighed writing next when it stopped (with their
+    probabilities; only the onnxruntime backend reads them)."""
+
+    text: str
+    words: list[Word]
+    mark: str
+    next_words: tuple[tuple[str, float], ...] = ()
+
+
+NOTHING = Decoded("", [], "")
 _WORD = re.compile(r"[^\w']+")
 _AFTER_LAST_WORD = re.compile(r"\w[^\w]*$")
 

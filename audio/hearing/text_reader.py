@@ -31,6 +31,7 @@ class TextVerdict:
     pause: int
     unfinished: Unfinished | None
     text: str
+    left_out: str = ""  # a word the recognizer weighed and left out, which made it mid-thought
 
     @property
     def mid_thought(self) -> bool:
@@ -38,8 +39,10 @@ class TextVerdict:
 
 
 def verdict_of(pause: int, result: AsrResult) -> TextVerdict:
-    """The pure reading of one transcript (its words and the engine's end mark)."""
-    return TextVerdict(pause, read_text(result.text, result.end_mark).unfinished, result.text)
+    """The pure reading of one transcript (its words, the engine's end mark, and the words
+    it weighed writing next)."""
+    reading = read_text(result.text, result.end_mark, result.next_words)
+    return TextVerdict(pause, reading.unfinished, result.text, reading.left_out)
 
 
 class TextReader(Protocol):
@@ -101,4 +104,8 @@ def _read(pause: int, transcript: Callable[[], AsrResult]) -> TextVerdict:
         _LOGGER.warning("the early final failed; pause %d ends as without a text hold", pause,
                         exc_info=True)
         return TextVerdict(pause, None, "")
-    return verdict_of(pause, result)
+    verdict = verdict_of(pause, result)
+    if verdict.left_out:  # the words on record read finished: say why the pause was held
+        _LOGGER.debug("pause %d held: %r, and the recognizer weighed %r after it",
+                      pause, verdict.text, verdict.left_out)
+    return verdict

@@ -314,7 +314,7 @@ class Speculator:
         if self._attempt is attempt:  # where the time before the request goes (metrics.turn)
             marks = attempt.turn.timeline.marks
             marks[Mark.EARLY_FINAL], marks[Mark.EARLY_TEXT] = event.t, c.clock.now()
-        held = event.text_hold and turn_text.mid_thought(result.text, result.end_mark)
+        held = event.text_hold and turn_text.mid_thought(result.text, result.end_mark, result.next_words)
 
         def refused() -> bool:
             return self._attempt is not attempt or start_refusal(

@@ -21,6 +21,7 @@ from edgevoice.audio.hearing.asr_moonshine_ort import (
     load_tokens,
     pieces,
 )
+from edgevoice.audio.hearing.turn_text import LEFT_OUT_WEIGHT, Unfinished, read_text
 from edgevoice.models import ModelKind, find_models
 
 PAD = np.zeros(4800, dtype=np.int16)
@@ -161,3 +162,18 @@ def test_a_recording_longer_than_one_piece_is_heard_whole(tiny_ort_engine: Moons
     assert result.text == " ".join(phrases * 2)
     times = [t for w in result.words for t in (w.start, w.end)]
     assert times == sorted(times) and times[-1] <= len(audio) / SAMPLE_RATE
+
+
+def test_tiny_en_says_which_words_it_weighed_where_it_stopped(tiny_ort_engine: MoonshineEngine) -> None:
+    """tiny-en leaves a trailing "uh" out of the text it writes, yet weighs writing it; a
+    finished request leaves nothing that would hold the turn (turn_text reads both)."""
+    broken = tiny_ort_engine.decode(padded(piper_speech("Can you play, uh,"))).result()
+    assert broken.text == "can you play"
+    weighed = dict(broken.next_words)
+    assert weighed.get("uh", 0.0) >= LEFT_OUT_WEIGHT, broken.next_words
+    assert read_text(broken.text, broken.mark, broken.next_words).unfinished == Unfinished.FILLER
+    assert read_text(broken.text, broken.mark).unfinished is None  # the written words alone
+    finished = tiny_ort_engine.decode(padded(piper_speech("Set a timer for ten minutes."))).result()
+    assert finished.text == "set a timer for ten minutes"
+    assert not read_text(finished.text, finished.mark, finished.next_words).mid_thought
+    assert all(0.0 < p < 1.0 for _, p in broken.next_words + finished.next_words)

@@ -19,6 +19,7 @@ import pytest
 from support.hearing_audio import frames, piper_speech, place
 
 from edgevoice.audio.frames import SAMPLE_RATE, Pcm
+from edgevoice.audio.hearing import turn_text
 from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
 from edgevoice.audio.hearing.events import EarlyTranscript, FinalTranscript, SpeechStopped
 from edgevoice.audio.hearing.listener import Listener
@@ -34,6 +35,8 @@ HOLD_S = SHIPPED.hold_silence_ms / 1000
 VAD_RELEASE_S = 0.15  # the VAD's speech decision outlasts the speech a little
 # a turn broken off mid-thought: the fragment, the rest, the pause between them (s)
 BROKEN = ("I'd like to book a table for, um,", "four people on Saturday.", 1.0)
+# one whose filler the recognizer hears and leaves out of the text ("can you play")
+LEFT_OUT = ("Can you play, uh,", "something by the Beatles.", 1.0)
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +130,26 @@ def test_without_the_hold_the_shipped_short_silence_cuts_that_pause(engine: Moon
     audio, pause_at, resume = broken_off(*BROKEN)
     stops = hear(engine, audio, EndpointConfig(hold_silence_ms=0)).stops
     assert len(stops) == 2 and pause_at < stops[0].detected < resume
+
+
+def test_a_filler_the_recognizer_left_out_of_its_words_still_holds_the_pause(engine: MoonshineEngine) -> None:
+    audio, _, resume = broken_off(*LEFT_OUT)
+    heard = hear(engine, audio)
+    # the last reading of the fragment is the long pause's (piper pauses at the comma too)
+    last = [v for v in heard.read if v.text == "can you play"][-1]
+    assert last.unfinished == turn_text.Unfinished.FILLER, heard.read
+    (stop,) = heard.stops
+    assert stop.t > resume and stop.reason == "silence"
+
+
+def test_not_weighing_the_left_out_words_that_pause_is_cut(engine: MoonshineEngine,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check that the test above can fail: the words read alone say "finished"."""
+    monkeypatch.setattr(turn_text, "LEFT_OUT_WEIGHT", 2.0)  # more than probabilities add up to
+    audio, pause_at, resume = broken_off(*LEFT_OUT)
+    heard = hear(engine, audio)
+    assert [v.mid_thought for v in heard.read if v.text == "can you play"] == [False, False], heard.read
+    assert len(heard.stops) == 2 and pause_at < heard.stops[0].detected < resume
 
 
 def test_a_finished_sentence_still_ends_at_the_short_silence(engine: MoonshineEngine) -> None:

@@ -13,6 +13,7 @@ from edgevoice.audio.hearing.text_reader import verdict_of
 from edgevoice.audio.hearing.turn_text import (
     ARTICLES,
     CONJUNCTIONS,
+    LEFT_OUT_WEIGHT,
     NOUN_WH,
     POSSESSIVES,
     PREPOSITIONS,
@@ -178,3 +179,60 @@ def test_case_and_a_closing_mark_never_change_the_reading(text: str, close: str,
 @given(_text, st.sampled_from([",", ";", ":", "-", "\u2014", "\u2026", "..."]))
 def test_any_words_followed_by_an_open_mark_are_mid_thought(text: str, mark: str) -> None:
     assert mid_thought(f"{text}{mark}") is bool(words_of(text))
+
+
+# --- words the recognizer weighed after its last and left out ---------------------------
+@pytest.mark.parametrize(("text", "next_words", "why", "left_out"), [
+    ("can you play", [("uh", 0.07), ("oh", 0.04)], Unfinished.FILLER, "uh"),
+    ("send a message to my mother", [("and", 0.3)], Unfinished.CONJUNCTION, "and"),
+    ("what is the weather going to be like", [("and", 0.28), ("i", 0.01)], Unfinished.CONJUNCTION, "and"),
+    ("turn on the lights in", [("the", 0.1)], Unfinished.ARTICLE, "the"),
+])
+def test_a_left_out_word_weighed_enough_makes_the_pause_mid_thought(
+        text: str, next_words: list[tuple[str, float]], why: Unfinished, left_out: str) -> None:
+    reading = read_text(text, "", next_words)
+    last = text.rsplit(maxsplit=1)[-1]
+    assert (reading.unfinished, reading.left_out, reading.last_word) == (why, left_out, last)
+    assert read_text(text).unfinished is None  # the written words alone could end the turn
+
+
+def test_left_out_words_under_the_weight_change_nothing() -> None:
+    assert read_text("can you play", "", [("uh", LEFT_OUT_WEIGHT * 0.99)]).unfinished is None
+    assert read_text("can you play", "", [("uh", LEFT_OUT_WEIGHT)]).unfinished == Unfinished.FILLER
+
+
+def test_the_weights_of_left_out_words_add_up() -> None:
+    half = LEFT_OUT_WEIGHT * 0.51
+    assert not mid_thought("can you play", "", [("uh", half)])
+    assert not mid_thought("can you play", "", [("and", half)])
+    reading = read_text("can you play", "", [("and", half), ("uh", half * 1.1)])
+    assert reading.mid_thought and reading.left_out == "uh"  # named by the likelier
+
+
+@pytest.mark.parametrize(("text", "next_words"), [
+    ("who is it", [("for", 0.9)]),  # a stranded preposition ends the turn
+    ("turn the lights", [("on", 0.9)]),  # a particle ends it
+    ("what time is it in tokyo", [("what", 0.5), ("well", 0.3)]),  # a new sentence could start
+    ("", [("uh", 0.9)]),  # nothing written: nothing to go on
+])
+def test_left_out_words_that_would_leave_the_turn_whole_never_hold(
+        text: str, next_words: list[tuple[str, float]]) -> None:
+    assert read_text(text, "", next_words).unfinished is None
+
+
+def test_the_written_words_decide_first() -> None:
+    reading = read_text("set a timer for", "", [("ten", 0.9)])
+    assert (reading.unfinished, reading.left_out) == (Unfinished.PREPOSITION, "")
+
+
+def test_a_result_carries_the_words_it_weighed_to_the_reading() -> None:
+    result = make_result("can you play", [], 0.6, 16000, end_mark="?", next_words=[("uh", 0.07)])
+    assert result.next_words == (("uh", 0.07),)
+    assert verdict_of(1, result).unfinished == Unfinished.FILLER
+    assert make_result("", [], 0.6, 16000, next_words=[("uh", 0.9)]).next_words == ()
+
+
+@given(_text, st.lists(st.tuples(st.sampled_from(ENDINGS + PARTICLES), st.floats(0.0, 1.0)), max_size=5))
+def test_left_out_words_that_could_end_a_sentence_never_change_the_reading(
+        text: str, next_words: list[tuple[str, float]]) -> None:
+    assert read_text(text, "", next_words).unfinished == unfinished_by(text)
