@@ -14,7 +14,7 @@ only an argmax over the vocabulary runs in Python.
 What it weighed writing next. Where the greedy decode stops, the decoder's last step says
 which words it nearly wrote instead of stopping: tiny-en learned from cleaned transcripts,
 so a trailing "uh" or "and" that the audio holds is often left out of the text, yet "Uh"
-or "And" takes 10-40 % there (docs/hearing.md, "What the recognizer left out"). The
+or "And" takes up to 40 % there (docs/hearing.md, "The words it weighed and left out"). The
 likeliest few such words are read on to their end, a few decoder steps each, and handed
 back with their probabilities for the end of turn to weigh (:mod:`.turn_text`).
 
@@ -249,7 +249,7 @@ class OrtDecoder:
         if end - begin < MIN_DECODE_SAMPLES:
             return NOTHING
         decoded = self._decode(model, pcm, begin, end)
-        if not decoded[0] and self._retry_span:
+        if not decoded.text and self._retry_span:
             decoded = self._decode(model, pcm, *speech_span(pcm, *self._retry_span))
         return decoded
 

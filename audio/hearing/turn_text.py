@@ -42,8 +42,9 @@ list of each class is short and fixed), not from any benchmark's sentences:
   ("can you play, uh," is written "Can you play?"). Where its decode stopped, it says which
   words it weighed writing instead (``next_words``, with their probabilities). Each is
   read as if it had been written; when the ones that would leave the person mid-thought
-  reach :data:`LEFT_OUT_WEIGHT` together, the pause is read as mid-thought. Engines that
-  do not say (vosk, pocketsphinx, libmoonshine) write every word they hear anyway.
+  reach :data:`LEFT_OUT_WEIGHT` together, the pause is read as mid-thought. A left-out
+  word that could end the turn holds nothing. vosk and pocketsphinx write every word they
+  hear and say nothing of the kind; nor does libmoonshine, which gives no scores.
 
 What it gets wrong, by construction: a complete turn that strands a preposition without a
 wh-word (a passive "it's been paid for", a relative clause without its pronoun "the song I
