@@ -181,8 +181,8 @@ class OrtMoonshine:
     def _next_words(self, logits: npt.NDArray[np.float32], feed: dict[str, Any]
                     ) -> tuple[tuple[str, float], ...]:
         """The words the decoder weighed at its stop, each read on from its first piece."""
-        shifted = logits.astype(np.float64) - float(np.max(logits))
-        probabilities = np.exp(shifted) / float(np.sum(np.exp(shifted)))
+        weights = np.exp(logits.astype(np.float64) - float(np.max(logits)))
+        probabilities = weights / float(np.sum(weights))
         words: dict[str, float] = {}  # "\u2581U" and "\u2581u" both read on to "uh": one word
         for candidate in np.argsort(-probabilities)[:NEXT_WORD_CANDIDATES + 1]:
             probability = float(probabilities[candidate])
