@@ -61,7 +61,7 @@ from turn_completion_text import BenchAsr, PacedReader, Readings
 from edgevoice.audio.hearing.asr_moonshine import MoonshineEngine
 from edgevoice.audio.hearing.events import EarlyTranscript, SpeechResumed, SpeechStopped
 from edgevoice.audio.hearing.listener import Listener
-from edgevoice.audio.hearing.turn_text import mid_thought
+from edgevoice.audio.hearing.text_reader import reading_of
 from edgevoice.audio.hearing.vad import VadWindow
 from edgevoice.device.assembly.hearing import build_asr, build_vad, endpoint_settings
 from edgevoice.device.config.schema import AsrConfig, EndpointConfig, VadConfig
@@ -148,7 +148,7 @@ def run_clip(clip: Clip, windows: Sequence[VadWindow], readings: Readings, setti
         for event in listener.process(clip.audio[i:i + FRAME]):
             if isinstance(event, EarlyTranscript):
                 result = event.result()
-                held = mid_thought(result.text, result.end_mark, result.next_words)
+                held = reading_of(result).mid_thought
                 run.passes.append(Pass(result.text, held, event.t, event.earliest_end_s))
             elif isinstance(event, SpeechResumed) and run.passes:
                 run.passes[-1].resumed_s = event.t

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from edgevoice.audio.hearing.asr import AsrResult
-from edgevoice.audio.hearing.turn_text import Unfinished, read_text
+from edgevoice.audio.hearing.turn_text import TextReading, Unfinished, read_text
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -38,10 +38,15 @@ class TextVerdict:
         return self.unfinished is not None
 
 
+def reading_of(result: AsrResult) -> TextReading:
+    """The pure reading of one transcript: its words, the engine's end mark, and the words
+    it weighed writing next (every reader of an early final reads all three, here)."""
+    return read_text(result.text, result.end_mark, result.next_words)
+
+
 def verdict_of(pause: int, result: AsrResult) -> TextVerdict:
-    """The pure reading of one transcript (its words, the engine's end mark, and the words
-    it weighed writing next)."""
-    reading = read_text(result.text, result.end_mark, result.next_words)
+    """:func:`reading_of` for pause ``pause``."""
+    reading = reading_of(result)
     return TextVerdict(pause, reading.unfinished, result.text, reading.left_out)
 
 

@@ -52,9 +52,9 @@ from enum import StrEnum
 from functools import partial
 from typing import TYPE_CHECKING
 
-from edgevoice.audio.hearing import turn_text
 from edgevoice.audio.hearing.asr import AsrResult
 from edgevoice.audio.hearing.events import EarlyTranscript, FinalTranscript, SpeechResumed
+from edgevoice.audio.hearing.text_reader import reading_of
 from edgevoice.device.agents import AgentClient, UserTurn
 from edgevoice.device.agents.tools import TOOL_GATE
 from edgevoice.device.events import Event, EventBus
@@ -314,7 +314,7 @@ class Speculator:
         if self._attempt is attempt:  # where the time before the request goes (metrics.turn)
             marks = attempt.turn.timeline.marks
             marks[Mark.EARLY_FINAL], marks[Mark.EARLY_TEXT] = event.t, c.clock.now()
-        held = event.text_hold and turn_text.mid_thought(result.text, result.end_mark, result.next_words)
+        held = event.text_hold and reading_of(result).mid_thought
 
         def refused() -> bool:
             return self._attempt is not attempt or start_refusal(
