@@ -184,7 +184,10 @@ class OrtMoonshine:
         weights = np.exp(logits.astype(np.float64) - float(np.max(logits)))
         probabilities = weights / float(np.sum(weights))
         words: dict[str, float] = {}  # "\u2581U" and "\u2581u" both read on to "uh": one word
-        for candidate in np.argsort(-probabilities)[:NEXT_WORD_CANDIDATES + 1]:
+        # the likeliest few, likeliest first: a partition, not a sort of the whole vocabulary
+        # (0.05 ms against 0.43 here, on every decode's stop)
+        top = np.argpartition(probabilities, -(NEXT_WORD_CANDIDATES + 1))[-(NEXT_WORD_CANDIDATES + 1):]
+        for candidate in top[np.argsort(-probabilities[top])]:
             probability = float(probabilities[candidate])
             if probability < NEXT_WORD_MIN_P:
                 break
